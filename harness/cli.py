@@ -1,0 +1,90 @@
+"""`python -m harness [run|multirun|algos] [hydra flags] [overrides]`.
+
+Hydra-native: overrides, `-m`, `--cfg job`, `--info` behave exactly as in Hydra. Before Hydra starts any
+job, every job of the run or sweep is composed and validated (`harness.config.compose.preflight`), so a
+bad value is refused with one line and exit code 2 before anything is created or submitted. Heavy
+modules (torch, mlflow) are only imported by the job itself."""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+USAGE = """usage: python -m harness [run|multirun] [overrides ...]   one run / a sweep (Hydra overrides)
+       python -m harness algos                                  the objective library as a table
+Hydra's flags work as usual: --cfg job, --info, -m, --help."""
+
+EXIT_BAD_INPUT = 2
+EXIT_RUN_FAILED = 1
+
+
+def _print_algos() -> int:
+    from harness.algorithms import objectives_table
+
+    print(objectives_table())
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"harness: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _hydra_args(argv: List[str]):
+    from hydra._internal.utils import get_args_parser
+
+    return get_args_parser().parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    sys.exit(run_cli(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run_cli(argv: List[str]) -> int:
+    multirun = False
+    if argv and argv[0] == "algos":
+        return _print_algos()
+    if argv and argv[0] in ("run", "multirun"):
+        multirun = argv[0] == "multirun"
+        argv = argv[1:]
+    if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
+        print(USAGE + "\n")
+    args = _hydra_args(argv)
+    multirun = multirun or args.multirun
+    only_informs = args.help or args.hydra_help or args.shell_completion
+    if not only_informs:
+        from harness.config.compose import preflight
+        from harness.config.validate import ConfigError
+
+        try:
+            configs = preflight(args.overrides, multirun)
+        except ConfigError as err:
+            return _fail(str(err))
+        launches_jobs = args.cfg is None and args.info is None
+        if launches_jobs:
+            from harness.tracking.store import prepare_stores
+
+            prepare_stores(configs)
+    from harness import job
+
+    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
+    job.RESULTS.clear()
+    _run_hydra(hydra_argv)
+    if multirun and job.RESULTS:
+        print(job.summarize(job.RESULTS))
+    return EXIT_RUN_FAILED if any(r.status != "FINISHED" for r in job.RESULTS) else 0
+
+
+def _run_hydra(hydra_argv: List[str]) -> None:
+    import hydra
+
+    from harness.config.schema import register_schemas
+    from harness.job import run_job
+
+    register_schemas()
+    entry = hydra.main(version_base="1.3", config_path="pkg://harness.conf", config_name="config")(run_job)
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else "harness"] + hydra_argv
+    try:
+        entry()
+    finally:
+        sys.argv = saved

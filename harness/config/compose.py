@@ -1,0 +1,112 @@
+"""Compose run configs the way Hydra will, so bad input is refused before any job starts.
+
+`preflight(overrides, multirun)` expands a sweep exactly as Hydra's basic sweeper does, composes every
+job's config and validates it. Hydra's own multi-line composition errors become one-line `ConfigError`s."""
+from __future__ import annotations
+
+import re
+from typing import List, Sequence
+
+from omegaconf import DictConfig
+
+from harness.config.schema import register_schemas
+from harness.config.validate import ConfigError, validate
+
+CONFIG_MODULE = "harness.conf"
+CONFIG_NAME = "config"
+GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "tracking", "experiment", "debug")
+
+
+def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
+    """The override list of every job in a sweep, in Hydra's order (a cartesian product)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception as err:  # hydra's OverrideParseException carries a multi-line message
+        raise ConfigError(f"cannot parse overrides: {_first_line(err)}") from None
+    for override in parsed:
+        if override.is_sweep_override() and not list(override.sweep_string_iterator()):
+            raise ConfigError(f"{override.get_key_element()} has an empty sweep: give at least one value")
+    batches = BasicSweeper.split_arguments(parsed, None)
+    return [job for batch in batches for job in batch]
+
+
+def compose(overrides: Sequence[str]) -> DictConfig:
+    """Compose one run config (without the `hydra` node) and translate Hydra's errors."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    register_schemas()
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+    except Exception as err:
+        raise ConfigError(describe_composition_error(err, overrides)) from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
+    """Validate every job of a run or sweep; returns the validated configs."""
+    jobs = expand_sweep(overrides) if multirun else [list(overrides)]
+    if not jobs:
+        raise ConfigError("the sweep is empty: no job to run")
+    return [validate(compose(job)) for job in jobs]
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
+    from hydra.errors import MissingConfigException
+
+    chain: List[BaseException] = []
+    e: BaseException | None = err
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        if isinstance(e, MissingConfigException) and e.options is not None and e.missing_cfg_file:
+            group, _, choice = e.missing_cfg_file.rpartition("/")
+            allowed = ", ".join(sorted(o for o in e.options if not o.startswith("_")))
+            return f"{group}={choice} is not a known choice; allowed: {allowed}"
+    text = "\n".join(str(e) for e in chain)
+    full_key = re.search(r"full_key: ([\w.\[\]]+)", text)
+    key = full_key.group(1) if full_key else None
+    if "not in struct" in text or "Key '" in text and "not in" in text:
+        bad = key or _missing_key(text)
+        return f"unknown key '{bad}'; allowed: {_sibling_keys(bad, overrides)}"
+    if "could not be converted" in text or "Value '" in text:
+        m = re.search(r"Value '([^']*)' (?:of type '\w+' )?could not be converted to (\w+)", text)
+        if m:
+            return f"{key}={m.group(1)!r} has the wrong type: expected {m.group(2).lower()}"
+    if "Could not find" in text:
+        m = re.search(r"Could not find '([^']+)'", text)
+        if m:
+            return f"{m.group(1)} is not a known config"
+    return _first_line(err)
+
+
+def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> str:
+    """The keys that do exist next to a misspelt one, from the config composed with the same choices."""
+    from omegaconf import OmegaConf
+
+    parent = bad_key.rpartition(".")[0]
+    choices = [o for o in overrides if o.split("=")[0] in GROUPS]
+    try:
+        node = compose(choices)
+        node = OmegaConf.select(node, parent) if parent else node
+        return ", ".join(sorted(str(k) for k in node.keys()))
+    except Exception:
+        return "see `python -m harness --cfg job`"
+
+
+def _missing_key(text: str) -> str:
+    m = re.search(r"Could not override '([^']+)'", text) or re.search(r"Key '([^']+)'", text)
+    return m.group(1) if m else "?"

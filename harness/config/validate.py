@@ -1,0 +1,110 @@
+"""Range checks and shortcut resolution, run once on every composed config before anything starts.
+
+Every problem is raised as `ConfigError` with one line naming the key, the value and what is allowed."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from harness.algorithms import specs
+
+ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
+ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
+ALLOWED_LOSS_AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+ALLOWED_ANCHORS = ("rollout", "recompute")
+
+
+class ConfigError(ValueError):
+    """A composed config that cannot run; the message is one line for the user."""
+
+
+def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if not ok(value):
+        raise ConfigError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+def _positive(v: Any) -> bool:
+    return v is not None and v > 0
+
+
+def _validate_run_sections(cfg: DictConfig) -> None:
+    t = "trainer"
+    for key in ("steps", "prompts_per_step", "mini_batches", "eval_every", "checkpoint_every",
+                "torch_threads", "topk"):
+        _check(cfg, f"{t}.{key}", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, f"{t}.group_size", lambda v: v >= 2, "must be >= 2 (group advantages need two samples)")
+    _check(cfg, f"{t}.lr", _positive, "must be > 0")
+    _check(cfg, f"{t}.weight_decay", lambda v: v >= 0, "must be >= 0")
+    _check(cfg, f"{t}.grad_clip", _positive, "must be > 0")
+    _check(cfg, f"{t}.temperature", _positive, "must be > 0")
+    _check(cfg, f"{t}.max_new_tokens", lambda v: v is None or v >= 1, "null (auto) or an integer >= 1")
+    _check(cfg, f"{t}.advantage", lambda v: v in ALLOWED_ADVANTAGES, f"one of {', '.join(ALLOWED_ADVANTAGES)}")
+    _check(cfg, f"{t}.loss_agg", lambda v: v in ALLOWED_LOSS_AGG, f"one of {', '.join(ALLOWED_LOSS_AGG)}")
+    _check(cfg, f"{t}.warmstart.steps", lambda v: v >= 0, "must be an integer >= 0")
+    _check(cfg, f"{t}.warmstart.batch_size", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, f"{t}.warmstart.lr", _positive, "must be > 0")
+    if cfg.trainer.mini_batches > cfg.trainer.prompts_per_step * cfg.trainer.group_size:
+        raise ConfigError(f"trainer.mini_batches={cfg.trainer.mini_batches} is not allowed: at most "
+                          f"prompts_per_step*group_size={cfg.trainer.prompts_per_step * cfg.trainer.group_size}")
+    for key in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size",
+                "max_position_embeddings"):
+        _check(cfg, f"model.{key}", lambda v: v >= 1, "must be an integer >= 1")
+    if cfg.model.hidden_size % cfg.model.num_heads or cfg.model.num_heads % cfg.model.num_kv_heads:
+        raise ConfigError(f"model.num_heads={cfg.model.num_heads} is not allowed: must divide hidden_size="
+                          f"{cfg.model.hidden_size} and be a multiple of num_kv_heads={cfg.model.num_kv_heads}")
+    _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, "dataset.eval_size", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, "seed", lambda v: v >= 0, "must be an integer >= 0")
+    _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
+    uri = cfg.tracking.uri
+    if uri is not None:
+        scheme = urlparse(uri).scheme.split("+")[0]
+        if scheme not in ALLOWED_TRACKING_SCHEMES:
+            raise ConfigError(f"tracking.uri={uri!r} has an unknown scheme {scheme!r}: "
+                              f"use one of {', '.join(ALLOWED_TRACKING_SCHEMES)}")
+
+
+def _apply_shortcuts(cfg: DictConfig) -> None:
+    name = cfg.algo.get("name")
+    if name not in specs.SPECS:
+        raise ConfigError(f"algo.name={name!r} is not allowed: one of {', '.join(specs.list_objectives())}")
+    shortcuts = specs.SPECS[name].shortcuts
+    with open_dict(cfg):
+        for shortcut in ("delta", "alpha"):
+            value = cfg.get(shortcut)
+            if value is None:
+                continue
+            if shortcut not in shortcuts:
+                meaning = {"delta": "no δ threshold", "alpha": "no α relaxation"}[shortcut]
+                users = sorted(n for n, s in specs.SPECS.items() if shortcut in s.shortcuts)
+                raise ConfigError(f"{shortcut}={value} means nothing for algo={name} ({meaning}); "
+                                  f"it applies to: {', '.join(users)}")
+            cfg.algo[shortcuts[shortcut]] = value
+        if cfg.get("anchor") is not None:
+            if cfg.anchor not in ALLOWED_ANCHORS:
+                raise ConfigError(f"anchor={cfg.anchor!r} is not allowed: one of {', '.join(ALLOWED_ANCHORS)}")
+            cfg.algo.anchor = cfg.anchor
+
+
+def _validate_algo(cfg: DictConfig) -> None:
+    params = {k: v for k, v in OmegaConf.to_container(cfg.algo, resolve=True).items() if k != "name"}
+    try:
+        full = specs.validate_params(cfg.algo.name, params)
+    except ValueError as err:
+        raise ConfigError(str(err).splitlines()[0]) from None
+    with open_dict(cfg):
+        for key, value in full.items():
+            cfg.algo[key] = value
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Return the run config with shortcuts applied and every value checked (the input is not changed)."""
+    cfg = copy.deepcopy(cfg)
+    _apply_shortcuts(cfg)
+    _validate_algo(cfg)
+    _validate_run_sections(cfg)
+    return cfg

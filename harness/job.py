@@ -1,0 +1,92 @@
+"""One job of a run or sweep: validate, open the tracking run, train, and record a truthful status.
+
+A job never raises into Hydra's launcher: an exception marks the run FAILED (traceback attached) and the
+sweep goes on; Ctrl-C / SIGTERM marks it KILLED and stops the sweep."""
+from __future__ import annotations
+
+import logging
+import signal
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+from omegaconf import DictConfig
+
+log = logging.getLogger("harness")
+
+
+@dataclass
+class JobResult:
+    name: str
+    status: str  # FINISHED | FAILED | KILLED
+    run_dir: str
+    run_id: Optional[str] = None
+    error: Optional[str] = None
+    final_metrics: Optional[dict] = None
+
+
+RESULTS: List[JobResult] = []
+
+
+class Killed(BaseException):
+    """SIGTERM turned into an exception so the run can be closed as KILLED."""
+
+
+def _raise_killed(signum, _frame):
+    raise Killed(f"received signal {signal.Signals(signum).name}")
+
+
+def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
+    from hydra.core.hydra_config import HydraConfig
+
+    hc = HydraConfig.get()
+    run_dir = Path(hc.runtime.output_dir)
+    overrides = [o for o in hc.overrides.task if not o.startswith("hydra.")]
+    name = ",".join(overrides) if overrides else cfg.algo.name
+    sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
+    return name, run_dir, sweep_dir
+
+
+def run_job(cfg: DictConfig) -> JobResult:
+    from harness.config.validate import validate
+    from harness.tracking import open_tracker
+    from harness.trainers import build_trainer
+
+    spec = validate(cfg)
+    name, run_dir, sweep_dir = _job_identity(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    previous = signal.signal(signal.SIGTERM, _raise_killed)
+    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
+    result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), run_id=tracker.run_id)
+    try:
+        trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)
+        result.final_metrics = trainer.train()
+        result.status = "FINISHED"
+    except (KeyboardInterrupt, Killed) as err:
+        result.status, result.error = "KILLED", str(err) or type(err).__name__
+        tracker.finish("KILLED", error=result.error)
+        RESULTS.append(result)
+        raise
+    except Exception as err:  # a failing run must not take down the sweep
+        result.status, result.error = "FAILED", f"{type(err).__name__}: {err}"
+        tracker.finish("FAILED", error=traceback.format_exc())
+        log.error("run %s FAILED: %s", name, result.error)
+    else:
+        tracker.finish("FINISHED")
+        shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
+        print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {tracker.run_id})"
+                                                               if tracker.run_id else ""), flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    RESULTS.append(result)
+    return result
+
+
+def summarize(results: List[JobResult]) -> str:
+    counts = {s: sum(r.status == s for r in results) for s in ("FINISHED", "FAILED", "KILLED")}
+    lines = [f"sweep: {len(results)} runs: " + ", ".join(f"{n} {s.lower()}" for s, n in counts.items())]
+    for r in results:
+        if r.status != "FINISHED":
+            lines.append(f"  {r.status}: {r.name} ({r.run_dir}): {r.error}")
+    return "\n".join(lines)

@@ -1,0 +1,26 @@
+"""Trainer-side log-probabilities of sampled response tokens."""
+from __future__ import annotations
+
+import torch
+
+
+def response_logits(model, sequences: torch.Tensor, prompt_len: int, temperature: float) -> torch.Tensor:
+    """Logits that predict each response token. sequences: [B, P+T] (prompt then response) ->
+    [B, T, V], divided by the sampling temperature so log-probs match the rollout's."""
+    logits = model(input_ids=sequences, use_cache=False).logits
+    return logits[:, prompt_len - 1:-1].float() / temperature
+
+
+def token_logp(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log π of the sampled tokens: logits [B, T, V], tokens [B, T] -> [B, T]."""
+    return torch.log_softmax(logits, dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+
+def token_entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy (nats) of each position's distribution: [B, T, V] -> [B, T]."""
+    logp = torch.log_softmax(logits, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
+    return float((values * mask).sum() / mask.sum().clamp_min(1))

@@ -1,0 +1,172 @@
+"""The built-in trainer: GRPO-style RL on CPU with a rollout engine separate from the trainer.
+
+Each step: sample prompts × group, generate with the rollout engine (its own precision, returning its
+own log-probs μ), score with the task's verifier, compute group advantages, recompute π' with the
+trainer's pre-update parameters, then take `mini_batches` optimizer steps on the objective from
+`harness.algorithms` (later mini-batches are stale w.r.t. the rollout, as in the papers)."""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Dict
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from harness.algorithms import aggregate, build_objective, compute_advantages
+from harness.trainers.builtin.evaluation import evaluate
+from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.policy import masked_mean, response_logits, token_entropy, token_logp
+from harness.trainers.builtin.precision import precision_spec, training_forward
+from harness.trainers.builtin.rollout import RolloutEngine, completions_text
+from harness.trainers.builtin.tasks import build_task
+from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
+from harness.trainers.builtin.warmstart import warm_start
+from harness.trainers.checkpoint import load_checkpoint, save_checkpoint
+
+log = logging.getLogger("harness")
+
+
+def _injected_kill(step: int) -> None:
+    """Fault injection for the resume tests: SIGKILL this process right after the given step."""
+    if os.environ.get("HARNESS_FAULT_KILL_AT_STEP") == str(step):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class BuiltinTrainer:
+    def __init__(self, cfg: DictConfig, run_dir: Path, tracker):
+        self.cfg, self.t, self.run_dir, self.tracker = cfg, cfg.trainer, Path(run_dir), tracker
+        torch.set_num_threads(self.t.torch_threads)
+        torch.manual_seed(cfg.seed)
+        self.tokenizer = build_tokenizer()
+        self.task = build_task(cfg.dataset)
+        self.precision = precision_spec(cfg.precision.name)
+        self.model = build_model(cfg.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
+        params = {k: v for k, v in OmegaConf.to_container(cfg.algo, resolve=True).items() if k != "name"}
+        self.objective = build_objective(cfg.algo.name, **params)
+        self.max_new_tokens = self.t.max_new_tokens or self.task.max_answer_length + 1
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.t.lr,
+                                           weight_decay=self.t.weight_decay)
+        self.data_rng = np.random.default_rng(cfg.seed)
+        self.sample_gen = torch.Generator().manual_seed(cfg.seed)
+        self.step = 0
+        self.best_eval = -math.inf
+        if self.t.resume:
+            self._restore(load_checkpoint(self.t.resume))
+        else:
+            stats = warm_start(self.model, self.tokenizer, self.task, self.t.warmstart,
+                               cache_dir=self._cache_dir(), seed=self.t.warmstart.seed)
+            tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
+        self.engine = RolloutEngine.from_model(self.model, self.precision)
+        self.eval_problems = self.task.eval_set()
+
+    def _cache_dir(self) -> Path:
+        root = Path(self.cfg.output_root).expanduser()
+        return Path(self.cfg.cache_dir).expanduser() if self.cfg.cache_dir else root / ".harness" / "cache"
+
+    # -- state ---------------------------------------------------------------------------------------
+    def _state(self) -> Dict:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "data_rng": self.data_rng.bit_generator.state, "sample_gen": self.sample_gen.get_state(),
+                "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": self.best_eval}
+
+    def _restore(self, state: Dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.data_rng.bit_generator.state = state["data_rng"]
+        self.sample_gen.set_state(state["sample_gen"])
+        torch.set_rng_state(state["torch_rng"])
+        self.step, self.best_eval = state["step"], state["best_eval"]
+        log.info("resumed from step %d", self.step)
+
+    # -- one RL step ---------------------------------------------------------------------------------
+    def _rl_step(self) -> Dict[str, float]:
+        t, started = self.t, time.perf_counter()
+        problems = self.task.sample_train(self.data_rng, t.prompts_per_step)
+        prompt_ids = encode_batch(self.tokenizer, [p.prompt for p in problems])
+        prompt_ids = prompt_ids.repeat_interleave(t.group_size, dim=0)  # [N, P]
+        prompt_len = prompt_ids.shape[1]
+        self.engine.sync(self.model)
+        rollout = self.engine.generate(prompt_ids, self.max_new_tokens, t.temperature, self.sample_gen,
+                                       topk=t.topk if self.objective.needs_topk else 0)
+        rollout_seconds = time.perf_counter() - started
+        texts = completions_text(self.tokenizer, rollout)
+        rewards = torch.tensor([self.task.reward(problems[i // t.group_size], text)
+                                for i, text in enumerate(texts)], dtype=torch.float32)
+        advantages = compute_advantages(rewards.view(-1, t.group_size), t.advantage).reshape(-1)
+        sequences = torch.cat([prompt_ids, rollout.tokens], dim=1)
+        mask = rollout.mask.float()
+        with torch.no_grad(), training_forward(self.model, self.precision):
+            old_logits = response_logits(self.model, sequences, prompt_len, t.temperature)
+            old_logp = token_logp(old_logits, rollout.tokens)  # π': trainer before this update
+            entropy = masked_mean(token_entropy(old_logits), mask)
+        sums: Dict[str, float] = {}
+        order = torch.randperm(len(sequences), generator=self.sample_gen)
+        for batch in order.chunk(t.mini_batches):
+            with training_forward(self.model, self.precision):
+                logits = response_logits(self.model, sequences[batch], prompt_len, t.temperature)
+            logp = token_logp(logits, rollout.tokens[batch])
+            J, obj_metrics = self.objective.compute(
+                logp, rollout.logp[batch], advantages[batch], response_mask=mask[batch],
+                recomputed_logp=old_logp[batch],
+                rollout_topk_logp=None if rollout.topk_logp is None else rollout.topk_logp[batch],
+                rollout_topk_ids=None if rollout.topk_ids is None else rollout.topk_ids[batch],
+                logits=logits)
+            loss = -aggregate(J, mask[batch], t.loss_agg, norm_len=self.max_new_tokens)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}")
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
+            for key, value in {**obj_metrics, "train/loss": loss.item(), "train/grad_norm": grad_norm.item()}.items():
+                sums[key] = sums.get(key, 0.0) + float(value) / t.mini_batches
+        elapsed = time.perf_counter() - started
+        generated = float(mask.sum())
+        return {
+            **sums,
+            "train/reward": rewards.mean().item(),
+            "train/accuracy": (rewards > 0.5).float().mean().item(),
+            "train/response_length": rollout.lengths.float().mean().item(),
+            "train/entropy": entropy,
+            "train/mismatch": masked_mean((rollout.logp.exp() - old_logp.exp()).abs(), mask),
+            "train/advantage_abs": advantages.abs().mean().item(),
+            "perf/step_time_s": elapsed,
+            "perf/rollout_time_s": rollout_seconds,
+            "perf/tokens_per_s": generated / max(elapsed, 1e-9),
+        }
+
+    def _evaluate(self) -> Dict[str, float]:
+        self.engine.sync(self.model)
+        accuracy = evaluate(self.engine, self.tokenizer, self.task, self.eval_problems, self.max_new_tokens)
+        self.best_eval = max(self.best_eval, accuracy)
+        return {"eval/accuracy": accuracy, "eval/best_accuracy": self.best_eval}
+
+    def train(self) -> Dict[str, float]:
+        from tqdm import tqdm
+
+        t = self.t
+        if self.step == 0:
+            self.tracker.log_metrics(self._evaluate(), step=0)
+        metrics: Dict[str, float] = {}
+        bar = tqdm(total=t.steps, initial=self.step, desc=f"{self.cfg.algo.name}", unit="step",
+                   disable=None if t.progress else True, dynamic_ncols=True)
+        while self.step < t.steps:
+            metrics = self._rl_step()
+            self.step += 1
+            if self.step % t.eval_every == 0 or self.step == t.steps:
+                metrics.update(self._evaluate())
+            self.tracker.log_metrics(metrics, step=self.step)
+            if self.step % t.checkpoint_every == 0 or self.step == t.steps:
+                save_checkpoint(self.run_dir, self._state(), self.step, self.tracker.run_id)
+            _injected_kill(self.step)
+            bar.update(1)
+            bar.set_postfix(reward=f"{metrics['train/reward']:.2f}", eval=f"{self.best_eval:.2f}")
+        bar.close()
+        final = {k: v for k, v in metrics.items()}
+        final["eval/best_accuracy"] = self.best_eval
+        return final

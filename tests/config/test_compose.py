@@ -1,0 +1,64 @@
+"""Every shipped config composes and validates; shortcuts land on the selected objective."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.algorithms import default_params, list_objectives, validate_params
+from harness.config.compose import compose, expand_sweep, preflight
+from harness.config.validate import validate
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+GROUPS = ["model", "dataset", "precision", "algo", "trainer", "launcher", "tracking", "experiment", "debug"]
+
+
+def shipped(group: str):
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("group,choice", [(g, c) for g in GROUPS for c in shipped(g)])
+def test_every_shipped_choice_composes_and_validates(group, choice):
+    cfg = validate(compose([f"{group}={choice}"]))
+    if group in ("model", "dataset", "precision", "trainer", "launcher"):
+        assert cfg[group].name == yaml.safe_load((CONF / group / f"{choice}.yaml").read_text())["name"]
+
+
+def test_every_objective_has_a_config_with_its_defaults():
+    assert shipped("algo") == sorted(list_objectives())
+    for name in list_objectives():
+        cfg = validate(compose([f"algo={name}"]))
+        params = {k: v for k, v in cfg.algo.items() if k != "name"}
+        assert params == validate_params(name, {}), name
+
+
+@pytest.mark.parametrize("algo,key", [("dppo", "delta"), ("drpo", "delta"), ("spo", "eps"),
+                                      ("bandpo", "delta"), ("mask_kl", "delta")])
+def test_delta_shortcut_sets_the_objectives_threshold(algo, key):
+    cfg = validate(compose([f"algo={algo}", "delta=0.1"]))
+    assert cfg.algo[key] == pytest.approx(0.1)
+
+
+def test_null_shortcut_keeps_the_objective_default():
+    assert validate(compose(["algo=drpo"])).algo.delta == default_params("drpo")["delta"]
+    assert validate(compose(["algo=dppo"])).algo.delta == 0.15  # binary_tv default of ALGORITHMS.md
+
+
+def test_alpha_and_anchor_shortcuts():
+    cfg = validate(compose(["algo=grpo_cliphigher", "alpha=0.2", "anchor=recompute"]))
+    assert cfg.algo.relax_alpha == pytest.approx(0.2) and cfg.algo.anchor == "recompute"
+
+
+def test_sweep_expands_like_hydra():
+    jobs = expand_sweep(["algo=dppo,drpo", "delta=0.1,0.15,0.2"])
+    assert len(jobs) == 6
+    assert ["algo=dppo", "delta=0.1"] in jobs and ["algo=drpo", "delta=0.2"] in jobs
+    configs = preflight(["algo=dppo,drpo", "delta=0.1,0.15,0.2"], multirun=True)
+    assert sorted((c.algo.name, c.algo.delta) for c in configs) == sorted(
+        (a, d) for a in ("dppo", "drpo") for d in (0.1, 0.15, 0.2))
+
+
+def test_output_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
+    assert compose([]).output_root == str(tmp_path)

@@ -1,0 +1,17 @@
+"""Reading back what a test run left in its MLflow store."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def client_for(root: Path):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{root / 'mlruns.db'}")
+
+
+def runs_of(root: Path, experiment: str = "harness"):
+    client = client_for(root)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no experiment {experiment!r} in {root}"
+    return client, client.search_runs([exp.experiment_id], max_results=1000)
