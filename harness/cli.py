@@ -10,18 +10,37 @@ import sys
 from typing import List, Optional
 
 USAGE = """usage: python -m harness [run|multirun] [overrides ...]   one run / a sweep (Hydra overrides)
-       python -m harness algos                                  the objective library as a table
+       python -m harness <tool> [args ...]                      tools: {tools}
 Hydra's flags work as usual: --cfg job, --info, -m, --help."""
+
+# Tools beside run/multirun: name -> "module:function", the function taking argv and returning an exit
+# code. Imported only when called, so composing a run stays fast.
+TOOLS = {
+    "algos": "harness.cli:print_algos",
+    "report": "harness.reports.cli:main",
+    "server": "harness.tracking.server:main",
+    "status": "harness.tracking.status:main",
+    "repair": "harness.tracking.status:repair_main",
+    "sync": "harness.tracking.sync:main",
+}
 
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 1
 
 
-def _print_algos() -> int:
+def print_algos(argv: List[str]) -> int:
+    """python -m harness algos: every objective, its family, parameters, geometry and source."""
     from harness.algorithms import objectives_table
 
     print(objectives_table())
     return 0
+
+
+def _run_tool(name: str, argv: List[str]) -> int:
+    import importlib
+
+    module, function = TOOLS[name].split(":")
+    return int(getattr(importlib.import_module(module), function)(argv) or 0)
 
 
 def _fail(message: str) -> int:
@@ -41,13 +60,13 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 def run_cli(argv: List[str]) -> int:
     multirun = False
-    if argv and argv[0] == "algos":
-        return _print_algos()
+    if argv and argv[0] in TOOLS:
+        return _run_tool(argv[0], argv[1:])
     if argv and argv[0] in ("run", "multirun"):
         multirun = argv[0] == "multirun"
         argv = argv[1:]
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
-        print(USAGE + "\n")
+        print(USAGE.format(tools=", ".join(sorted(TOOLS))) + "\n")
     args = _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
