@@ -1,0 +1,23 @@
+"""Rule-verified tasks of the built-in trainer; registry key = file name = `dataset.name`."""
+
+from __future__ import annotations
+
+from harness.trainers.builtin.tasks.arithmetic import ArithmeticTask
+from harness.trainers.builtin.tasks.base import Problem, Task
+from harness.trainers.builtin.tasks.sorting import SortingTask
+
+TASKS: dict[str, type[Task]] = {
+    ArithmeticTask.name: ArithmeticTask,
+    SortingTask.name: SortingTask,
+}
+
+
+def build_task(dataset_cfg) -> Task:
+    """The task named `dataset_cfg.name`, configured from `difficulty`, `eval_size`, `seed` (and its own keys)."""
+    name = dataset_cfg.name
+    if name not in TASKS:
+        raise ValueError(f"dataset.name={name!r} is unknown; allowed: {sorted(TASKS)}")
+    return TASKS[name].from_config(dataset_cfg)
+
+
+__all__ = ["TASKS", "Problem", "Task", "build_task", "ArithmeticTask", "SortingTask"]

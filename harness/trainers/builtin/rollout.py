@@ -1,0 +1,184 @@
+"""The rollout engine: a copy of the policy kept in its own precision, sampling with a KV cache.
+
+It plays the part of vLLM/SGLang in the papers: the trainer never samples, it only `sync`s its float32
+weights into the engine, which casts (and for fp8, quantises) them. The log-probs it returns are log μ,
+computed by the engine's own low-precision forward, so comparing them with the trainer's π exposes the real
+training-inference mismatch.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant, fp8_quantised_linear_names
+
+
+@dataclass
+class Rollout:
+    """Sampled continuations of a batch of prompts (B rows, T = max_new_tokens columns).
+
+    tokens: LongTensor [B, T], generated tokens only, `<pad>` after `<eos>`.
+    logp: FloatTensor [B, T] float32, log μ(token) = log_softmax(logits / temperature) under the engine, 0 at padding.
+    mask: FloatTensor [B, T], 1 for real tokens (the `<eos>` included), 0 after it.
+    lengths: LongTensor [B], number of real tokens per row (= mask.sum(1)).
+    topk_logp, topk_ids: [B, T, K] float32 / long, the engine's K most likely tokens per position
+    (same temperature; rows of padding positions are meaningless), or None when topk == 0.
+    """
+
+    tokens: torch.LongTensor
+    logp: torch.FloatTensor
+    mask: torch.FloatTensor
+    lengths: torch.LongTensor
+    topk_logp: torch.FloatTensor | None = None
+    topk_ids: torch.LongTensor | None = None
+
+
+class RolloutEngine:
+    """Owns `policy` (not shared with the trainer) and keeps it in `spec.rollout_dtype`.
+
+    Build it with `RolloutEngine.from_model(trainer_model, spec)` (copies and syncs) or
+    `RolloutEngine.from_config(model_cfg, vocab_size, spec)` (random weights until the first `sync`).
+    """
+
+    def __init__(self, policy, spec: PrecisionSpec):
+        self.spec = spec
+        self.policy = policy.eval().requires_grad_(False)
+        # Only parameters change dtype: rotary inv_freq buffers stay float32, as inference engines keep RoPE
+        # tables in full precision.
+        for parameter in self.policy.parameters():
+            parameter.data = parameter.data.to(spec.rollout_dtype)
+        self._parameters = dict(self.policy.named_parameters())
+        self._fp8_names = set(fp8_quantised_linear_names(self.policy)) if spec.fp8_rollout else set()
+        self.pad_token_id = self.policy.config.pad_token_id
+        self.eos_token_id = self.policy.config.eos_token_id
+        # transformers renamed `past_key_values` to `cache` (5.x); accept both so older versions keep working.
+        forward_arguments = inspect.signature(self.policy.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward_arguments else "past_key_values"
+
+    @classmethod
+    def from_model(cls, trainer_model, spec: PrecisionSpec) -> "RolloutEngine":
+        engine = cls(copy.deepcopy(trainer_model), spec)
+        engine.sync(trainer_model)
+        return engine
+
+    @classmethod
+    def from_config(cls, model_cfg, vocab_size: int, spec: PrecisionSpec) -> "RolloutEngine":
+        from harness.trainers.builtin.model import build_model
+
+        return cls(build_model(model_cfg, vocab_size, seed=0), spec)
+
+    @torch.no_grad()
+    def sync(self, trainer_model) -> None:
+        """Copy the trainer's current weights into the engine's buffers, cast/quantised for `spec`.
+
+        In place: no allocation of a new model; names must match (same architecture).
+        """
+        for name, source in trainer_model.named_parameters():
+            if name not in self._parameters:
+                raise KeyError(f"sync: trainer parameter {name!r} has no counterpart in the rollout engine")
+            if name in self._fp8_names:
+                source = fp8_quant_dequant(source.float())
+            self._parameters[name].copy_(source)
+
+    @torch.no_grad()  # not inference_mode: the trainer feeds these tensors into autograd graphs
+    def generate(
+        self,
+        prompt_ids: torch.LongTensor,
+        max_new_tokens: int,
+        temperature: float,
+        generator: torch.Generator,
+        topk: int = 0,
+        greedy: bool = False,
+    ) -> Rollout:
+        """Sample up to `max_new_tokens` tokens after each prompt row, with a KV cache.
+
+        prompt_ids: LongTensor [B, P] (same length prompts, `<bos>` first). temperature > 0 scales the logits
+        both for sampling and for the returned log-probs; greedy=True takes the argmax instead of sampling.
+        Deterministic given the generator's state. Stops early when every row has emitted `<eos>`.
+        Returns a Rollout with T = max_new_tokens.
+        """
+        if temperature <= 0:
+            raise ValueError(f"generate: temperature={temperature} must be > 0 (use greedy=True for argmax)")
+        from transformers import DynamicCache
+
+        batch = prompt_ids.shape[0]
+        tokens = torch.full((batch, max_new_tokens), self.pad_token_id, dtype=torch.long)
+        logp = torch.zeros(batch, max_new_tokens)
+        mask = torch.zeros(batch, max_new_tokens)
+        topk_logp = torch.zeros(batch, max_new_tokens, topk) if topk > 0 else None
+        topk_ids = torch.zeros(batch, max_new_tokens, topk, dtype=torch.long) if topk > 0 else None
+        alive = torch.ones(batch, dtype=torch.bool)
+
+        cache = DynamicCache(config=self.policy.config)
+        step_input = prompt_ids
+        for step in range(max_new_tokens):
+            output = self.policy(
+                input_ids=step_input, use_cache=True, logits_to_keep=1, **{self._cache_argument: cache}
+            )
+            # Low-precision logits, then float32 sampling: what vLLM does with a bf16 model.
+            log_probs = F.log_softmax(output.logits[:, -1].float() / temperature, dim=-1)
+            if greedy:
+                chosen = log_probs.argmax(dim=-1)
+            else:
+                chosen = torch.multinomial(log_probs.exp(), 1, generator=generator).squeeze(-1)
+            chosen = torch.where(alive, chosen, self.pad_token_id)
+            tokens[:, step] = chosen
+            logp[:, step] = torch.where(alive, log_probs.gather(1, chosen.unsqueeze(1)).squeeze(1), 0.0)
+            mask[:, step] = alive.float()
+            if topk > 0:
+                topk_logp[:, step], topk_ids[:, step] = log_probs.topk(topk, dim=-1)
+            alive = alive & (chosen != self.eos_token_id)
+            if not alive.any():
+                break
+            step_input = chosen.unsqueeze(1)
+        return Rollout(
+            tokens=tokens,
+            logp=logp,
+            mask=mask,
+            lengths=mask.sum(dim=1).long(),
+            topk_logp=topk_logp,
+            topk_ids=topk_ids,
+        )
+
+
+def completions_text(tokenizer, rollout: Rollout) -> list[str]:
+    """Decoded text of each row's real tokens, `<eos>` and padding dropped: list of B strings."""
+    return [
+        tokenizer.decode(row[:length].tolist(), skip_special_tokens=True)
+        for row, length in zip(rollout.tokens, rollout.lengths.tolist())
+    ]
+
+
+def evaluate_accuracy(
+    engine: RolloutEngine,
+    tokenizer,
+    task,
+    problems,
+    temperature: float = 1.0,
+    greedy: bool = False,
+    seed: int = 0,
+    batch_size: int = 256,
+) -> float:
+    """Mean task reward of one completion per problem sampled by `engine` (fraction solved, in [0, 1]).
+
+    Sync the engine first if the trainer's weights changed. Deterministic given `seed`.
+    """
+    from harness.trainers.builtin.tokenizer import encode_batch
+
+    generator = torch.Generator().manual_seed(seed)
+    # Room for the longest answer and its `<eos>`; anything longer cannot be correct.
+    max_new_tokens = task.max_answer_length + 1
+    rewards = []
+    for start in range(0, len(problems), batch_size):
+        chunk = problems[start : start + batch_size]
+        rollout = engine.generate(
+            encode_batch(tokenizer, [p.prompt for p in chunk]), max_new_tokens, temperature, generator, greedy=greedy
+        )
+        rewards += [task.reward(p, c) for p, c in zip(chunk, completions_text(tokenizer, rollout))]
+    return float(np.mean(rewards)) if rewards else float("nan")

@@ -1,0 +1,92 @@
+"""What every built-in task provides: fixed-length prompts, a fixed train/eval split and a 0/1 verifier."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.trainers.builtin.tokenizer import EOS
+
+# One problem in EVAL_BUCKETS goes to the eval split, decided by a hash of its prompt alone, so the split is
+# the same for every seed, process and machine, and no training sample is ever an eval problem.
+EVAL_BUCKETS = 10
+# Draws allowed per requested eval problem before concluding the eval split is too small.
+_DRAWS_PER_EVAL_PROBLEM = 200
+
+
+@dataclass(frozen=True)
+class Problem:
+    prompt: str
+    answer: str
+
+
+class Task:
+    """Base class: subclasses set `name`, implement `_random_problem`, `prompt_length`, `max_answer_length`."""
+
+    name: str = ""
+
+    def __init__(self, difficulty: int, eval_size: int, seed: int):
+        if int(difficulty) < 1:
+            raise ValueError(f"dataset.difficulty={difficulty} must be >= 1")
+        if int(eval_size) < 1:
+            raise ValueError(f"dataset.eval_size={eval_size} must be >= 1")
+        self.difficulty = int(difficulty)
+        self.eval_size = int(eval_size)
+        self.seed = int(seed)
+        self._eval_set: list[Problem] | None = None
+
+    @property
+    def prompt_length(self) -> int:
+        """Character length shared by every prompt of this task config."""
+        raise NotImplementedError
+
+    @property
+    def max_answer_length(self) -> int:
+        """Most characters a correct answer can have (the `<eos>` not counted)."""
+        raise NotImplementedError
+
+    def _random_problem(self, rng: np.random.Generator) -> Problem:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """Everything that defines this task config (used in cache keys and run metadata)."""
+        return {"name": self.name, "difficulty": self.difficulty, "eval_size": self.eval_size, "seed": self.seed}
+
+    @staticmethod
+    def is_eval_problem(problem: Problem) -> bool:
+        digest = hashlib.blake2b(problem.prompt.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little") % EVAL_BUCKETS == 0
+
+    def sample_train(self, rng: np.random.Generator, n: int) -> list[Problem]:
+        """n problems drawn from the train split (repeats possible), driven only by `rng`."""
+        problems: list[Problem] = []
+        while len(problems) < n:
+            problem = self._random_problem(rng)
+            if not self.is_eval_problem(problem):
+                problems.append(problem)
+        return problems
+
+    def eval_set(self) -> list[Problem]:
+        """`eval_size` distinct problems of the eval split, the same list on every call for this config."""
+        if self._eval_set is None:
+            rng = np.random.default_rng([self.seed, EVAL_BUCKETS])
+            chosen: dict[str, Problem] = {}
+            for _ in range(self.eval_size * _DRAWS_PER_EVAL_PROBLEM):
+                problem = self._random_problem(rng)
+                if self.is_eval_problem(problem):
+                    chosen.setdefault(problem.prompt, problem)
+                    if len(chosen) == self.eval_size:
+                        break
+            else:
+                raise ValueError(
+                    f"dataset.eval_size={self.eval_size} is more than the eval split of {self.describe()} holds "
+                    f"(found {len(chosen)} distinct eval problems); lower eval_size or raise difficulty"
+                )
+            self._eval_set = list(chosen.values())
+        return list(self._eval_set)
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        """1.0 if the completion (text before `<eos>`, whitespace stripped) is exactly the answer, else 0.0."""
+        return 1.0 if completion.split(EOS, 1)[0].strip() == problem.answer else 0.0

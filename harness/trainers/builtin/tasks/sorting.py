@@ -1,0 +1,34 @@
+"""Sorting a list of digits: `sort:3,9,1=` -> `1,3,9`. Difficulty = list length."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.trainers.builtin.tasks.base import Problem, Task
+
+_PREFIX = "sort:"
+
+
+class SortingTask(Task):
+    """Prompt `sort:` + difficulty comma-separated digits (repeats allowed) + `=`, answer the digits ascending."""
+
+    name = "sorting"
+
+    @classmethod
+    def from_config(cls, dataset_cfg) -> "SortingTask":
+        return cls(dataset_cfg.difficulty, dataset_cfg.eval_size, dataset_cfg.seed)
+
+    @property
+    def prompt_length(self) -> int:
+        return len(_PREFIX) + (2 * self.difficulty - 1) + 1
+
+    @property
+    def max_answer_length(self) -> int:
+        return 2 * self.difficulty - 1
+
+    def _random_problem(self, rng: np.random.Generator) -> Problem:
+        digits = [int(d) for d in rng.integers(0, 10, size=self.difficulty)]
+        return Problem(
+            prompt=_PREFIX + ",".join(map(str, digits)) + "=",
+            answer=",".join(map(str, sorted(digits))),
+        )

@@ -1,0 +1,55 @@
+"""Character-level tokenizer for the built-in tasks, built locally (nothing is downloaded).
+
+Every character the tasks write is one token, so a task string round-trips exactly through
+encode/decode and the policy's per-token log-probs are per-character log-probs.
+"""
+
+from __future__ import annotations
+
+import string
+
+import torch
+
+PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
+SPECIAL_TOKENS = (PAD, BOS, EOS)
+# Order is the id order; append new characters at the end so existing ids (and warm-start caches) stay valid.
+CHARACTERS = string.digits + " +-*=,:()" + string.ascii_lowercase
+
+
+def fixed_vocab() -> dict[str, int]:
+    """The token -> id map; identical on every call and machine: <pad>=0, <bos>=1, <eos>=2, then CHARACTERS."""
+    return {token: index for index, token in enumerate((*SPECIAL_TOKENS, *CHARACTERS))}
+
+
+def build_tokenizer():
+    """A `transformers.PreTrainedTokenizerFast` with one token per character of CHARACTERS.
+
+    `decode(encode(s)) == s` for any string over CHARACTERS (spaces included); `encode` adds no
+    special tokens on its own — `encode_batch` prepends `<bos>`.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.WordLevel(vocab=fixed_vocab(), unk_token=PAD))
+    # Every single character becomes its own "word"; Fuse concatenates on decode instead of joining with spaces.
+    core.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    core.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def encode_batch(tokenizer, prompts: list[str]) -> torch.LongTensor:
+    """Token ids of `<bos>` + prompt for each prompt: LongTensor [B, P], P = 1 + len(prompt).
+
+    All prompts must have the same character length (one task config guarantees that), so no padding is needed.
+    """
+    lengths = {len(prompt) for prompt in prompts}
+    if len(lengths) != 1:
+        raise ValueError(f"encode_batch: prompts must all have the same length, got lengths {sorted(lengths)}")
+    ids = [[tokenizer.bos_token_id, *tokenizer.encode(prompt, add_special_tokens=False)] for prompt in prompts]
+    return torch.tensor(ids, dtype=torch.long)
