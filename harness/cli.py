@@ -65,6 +65,7 @@ def run_cli(argv: List[str]) -> int:
     if argv and argv[0] in ("run", "multirun"):
         multirun = argv[0] == "multirun"
         argv = argv[1:]
+    argv, flags = _harness_flags(argv)
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
         print(USAGE.format(tools=", ".join(sorted(TOOLS))) + "\n")
     args = _hydra_args(argv)
@@ -82,6 +83,10 @@ def run_cli(argv: List[str]) -> int:
         if launches_jobs:
             from harness.tracking.store import prepare_stores
 
+            try:
+                _check_cluster(configs)
+            except ValueError as err:
+                return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
     from harness import job
 
@@ -90,7 +95,26 @@ def run_cli(argv: List[str]) -> int:
     _run_hydra(hydra_argv)
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
-    return EXIT_RUN_FAILED if any(r.status != "FINISHED" for r in job.RESULTS) else 0
+    return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
+
+
+# Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
+HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true"}
+
+
+def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:
+    flags = [a for a in argv if a in HARNESS_FLAGS]
+    rest = [a for a in argv if a not in HARNESS_FLAGS]
+    return rest + [HARNESS_FLAGS[f] for f in flags], flags
+
+
+def _check_cluster(configs) -> None:
+    """Things only the cluster can answer, asked before anything is submitted."""
+    from harness.launchers.profiles import check_partition, profile_for
+
+    for partition in sorted({profile_for(c.launcher).partition
+                             for c in configs if c.launcher.name == "slurm"} - {None}):
+        check_partition(partition)
 
 
 def _run_hydra(hydra_argv: List[str]) -> None:
@@ -98,8 +122,10 @@ def _run_hydra(hydra_argv: List[str]) -> None:
 
     from harness.config.schema import register_schemas
     from harness.job import run_job
+    from harness.launchers import register_with_hydra
 
     register_schemas()
+    register_with_hydra()
     entry = hydra.main(version_base="1.3", config_path="pkg://harness.conf", config_name="config")(run_job)
     saved = sys.argv
     sys.argv = [saved[0] if saved else "harness"] + hydra_argv

@@ -27,6 +27,12 @@ class JobResult:
 
 
 RESULTS: List[JobResult] = []
+OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED")
+
+
+# Overrides that say how a job runs rather than what it computes, left out of its run name.
+NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
+                   "trainer.resume=")
 
 
 class Killed(BaseException):
@@ -42,7 +48,7 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    overrides = [o for o in hc.overrides.task if not o.startswith("hydra.")]
+    overrides = [o for o in hc.overrides.task if not o.startswith(NOT_IN_RUN_NAME)]
     name = ",".join(overrides) if overrides else cfg.algo.name
     sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
     return name, run_dir, sweep_dir
@@ -85,8 +91,9 @@ def run_job(cfg: DictConfig) -> JobResult:
 
 def summarize(results: List[JobResult]) -> str:
     counts = {s: sum(r.status == s for r in results) for s in ("FINISHED", "FAILED", "KILLED")}
+    counts.update({s: n for s in ("SKIPPED", "SUBMITTED") if (n := sum(r.status == s for r in results))})
     lines = [f"sweep: {len(results)} runs: " + ", ".join(f"{n} {s.lower()}" for s, n in counts.items())]
     for r in results:
-        if r.status != "FINISHED":
+        if r.status not in OK_STATUSES:
             lines.append(f"  {r.status}: {r.name} ({r.run_dir}): {r.error}")
     return "\n".join(lines)

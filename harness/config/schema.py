@@ -6,7 +6,7 @@ The `algo` node is left untyped here: its fields depend on the objective and are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from omegaconf import MISSING
 
@@ -18,7 +18,7 @@ class ModelConfig:
     num_layers: int = 2
     num_heads: int = 4
     num_kv_heads: int = 2
-    intermediate_size: int = 128
+    intermediate_size: int = 256
     max_position_embeddings: int = 64
     tie_word_embeddings: bool = True
     path: Optional[str] = None  # a local HF checkpoint; None builds the architecture from this config
@@ -27,7 +27,7 @@ class ModelConfig:
 @dataclass
 class DatasetConfig:
     name: str = MISSING  # task registry key: arithmetic | sorting
-    difficulty: int = 2
+    difficulty: int = 4
     ops: str = "+"
     eval_size: int = 128
     seed: int = 1234  # fixes the eval set and the train/eval split, independent of the run seed
@@ -43,19 +43,20 @@ class WarmStartConfig:
     """Supervised pre-training that makes the initial policy a 'base model' solving some problems. Shared
     by every RL seed (its own seed), like one base checkpoint, and cached on disk by config hash."""
     seed: int = 0
-    steps: int = 300
+    steps: int = 1000  # at most; stops earlier once target_accuracy is reached
     batch_size: int = 64
-    lr: float = 3e-3
+    lr: float = 2e-3
+    target_accuracy: Optional[float] = 0.3  # sampled (T=1) accuracy on train problems; None: run all steps
 
 
 @dataclass
 class TrainerConfig:
     name: str = MISSING
-    steps: int = 40
+    steps: int = 60
     prompts_per_step: int = 16
     group_size: int = 8
     mini_batches: int = 2  # optimizer steps per rollout batch: >1 makes the policy stale w.r.t. its rollouts
-    lr: float = 1e-4
+    lr: float = 3e-4
     weight_decay: float = 0.0
     grad_clip: float = 1.0
     temperature: float = 1.0
@@ -74,6 +75,21 @@ class TrainerConfig:
 @dataclass
 class LauncherConfig:
     name: str = MISSING
+    workers: Optional[int] = None  # local_parallel: worker processes (None: one per core)
+    profile: Optional[str] = None  # slurm/submitit_local: a cluster profile of launchers/profiles/
+    detach: bool = False  # slurm: return right after submission (`python -m harness status` follows up)
+    # Overrides of the profile's fields (None: the profile's value).
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    nodes: Optional[int] = None
+    gpus_per_node: Optional[int] = None
+    cpus_per_task: Optional[int] = None
+    mem_gb: Optional[float] = None
+    timeout_min: Optional[int] = None
+    array_parallelism: Optional[int] = None
+    setup: Optional[List[str]] = None
+    additional_parameters: Optional[Dict[str, Any]] = None
 
 
 @dataclass
@@ -97,13 +113,30 @@ class RunConfig:
     alpha: Optional[float] = None
     anchor: Optional[str] = None
     seed: int = 0
+    force: bool = False  # rerun jobs whose identical config already FINISHED (default: skip them)
     experiment_name: str = "harness"
     output_root: str = "."
     cache_dir: Optional[str] = None  # None: <output_root>/.harness/cache
+
+
+@dataclass
+class LocalParallelLauncherConf:
+    _target_: str = "hydra_plugins.harness_launcher.LocalParallelLauncher"
+    workers: Optional[int] = None
+    threads_per_worker: Optional[int] = None
+
+
+@dataclass
+class SubmititLauncherConf:
+    _target_: str = "hydra_plugins.harness_launcher.SubmititLauncher"
+    cluster: str = "slurm"  # slurm | local; the profile and its overrides come from the run's `launcher`
 
 
 def register_schemas() -> None:
     """Register the schemas with Hydra's ConfigStore (idempotent)."""
     from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
+    cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)

@@ -68,6 +68,19 @@ def _validate_run_sections(cfg: DictConfig) -> None:
                               f"use one of {', '.join(ALLOWED_TRACKING_SCHEMES)}")
 
 
+def _validate_launcher(cfg: DictConfig) -> None:
+    from harness.launchers import LAUNCHERS
+    from harness.launchers.profiles import profile_for
+
+    _check(cfg, "launcher.name", lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}")
+    _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
+    if cfg.launcher.name in ("slurm", "submitit_local"):
+        try:
+            profile_for(cfg.launcher)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+
+
 def _apply_shortcuts(cfg: DictConfig) -> None:
     name = cfg.algo.get("name")
     if name not in specs.SPECS:
@@ -107,4 +120,5 @@ def validate(cfg: DictConfig) -> DictConfig:
     _apply_shortcuts(cfg)
     _validate_algo(cfg)
     _validate_run_sections(cfg)
+    _validate_launcher(cfg)
     return cfg

@@ -21,8 +21,11 @@ def shipped(group: str):
 @pytest.mark.parametrize("group,choice", [(g, c) for g in GROUPS for c in shipped(g)])
 def test_every_shipped_choice_composes_and_validates(group, choice):
     cfg = validate(compose([f"{group}={choice}"]))
-    if group in ("model", "dataset", "precision", "trainer", "launcher"):
-        assert cfg[group].name == yaml.safe_load((CONF / group / f"{choice}.yaml").read_text())["name"]
+    data = yaml.safe_load((CONF / group / f"{choice}.yaml").read_text())
+    if group in ("model", "dataset", "precision", "trainer"):
+        assert cfg[group].name == data["name"]
+    if group == "launcher":  # launcher files are global: they also set hydra.launcher
+        assert cfg.launcher.name == data["launcher"]["name"] == choice
 
 
 def test_every_objective_has_a_config_with_its_defaults():

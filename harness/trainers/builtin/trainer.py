@@ -19,11 +19,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from harness.algorithms import aggregate, build_objective, compute_advantages
-from harness.trainers.builtin.evaluation import evaluate
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import masked_mean, response_logits, token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec, training_forward
-from harness.trainers.builtin.rollout import RolloutEngine, completions_text
+from harness.trainers.builtin.rollout import RolloutEngine, completions_text, evaluate_accuracy
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import warm_start
@@ -123,6 +122,7 @@ class BuiltinTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
+            self.optimizer.step()
             for key, value in {**obj_metrics, "train/loss": loss.item(), "train/grad_norm": grad_norm.item()}.items():
                 sums[key] = sums.get(key, 0.0) + float(value) / t.mini_batches
         elapsed = time.perf_counter() - started
@@ -141,10 +141,14 @@ class BuiltinTrainer:
         }
 
     def _evaluate(self) -> Dict[str, float]:
+        """Held-out accuracy of one sample per problem at the training temperature (a fixed sampling
+        seed, so evaluations are comparable across steps and runs), and of greedy decoding."""
         self.engine.sync(self.model)
-        accuracy = evaluate(self.engine, self.tokenizer, self.task, self.eval_problems, self.max_new_tokens)
+        args = (self.engine, self.tokenizer, self.task, self.eval_problems)
+        accuracy = evaluate_accuracy(*args, temperature=self.t.temperature, seed=self.cfg.dataset.seed)
+        greedy = evaluate_accuracy(*args, greedy=True)
         self.best_eval = max(self.best_eval, accuracy)
-        return {"eval/accuracy": accuracy, "eval/best_accuracy": self.best_eval}
+        return {"eval/accuracy": accuracy, "eval/greedy_accuracy": greedy, "eval/best_accuracy": self.best_eval}
 
     def train(self) -> Dict[str, float]:
         from tqdm import tqdm
@@ -152,6 +156,7 @@ class BuiltinTrainer:
         t = self.t
         if self.step == 0:
             self.tracker.log_metrics(self._evaluate(), step=0)
+            save_checkpoint(self.run_dir, self._state(), 0, self.tracker.run_id)  # resumable from the start
         metrics: Dict[str, float] = {}
         bar = tqdm(total=t.steps, initial=self.step, desc=f"{self.cfg.algo.name}", unit="step",
                    disable=None if t.progress else True, dynamic_ncols=True)

@@ -1,0 +1,70 @@
+"""Common ground of the harness's Hydra launchers: prepare each job of a sweep and run one job the way
+Hydra's basic launcher does, in whatever process (a local worker, a Slurm node) executes it."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, List, Optional, Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, open_dict
+
+log = logging.getLogger("harness")
+
+
+class JobFailed(RuntimeError):
+    """Raised in a cluster worker whose run did not finish, so the scheduler records the job as FAILED
+    (Hydra and the harness catch run errors, which would otherwise leave the job COMPLETED)."""
+
+
+class HarnessLauncher(Launcher):
+    def __init__(self, **params: Any) -> None:
+        self.params = params
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+        self.task_function: Optional[TaskFunction] = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        setup_globals()
+        assert self.config is not None
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        jobs = [(list(self.job_overrides(o)), initial_job_idx + i) for i, o in enumerate(job_overrides)]
+        log.info("Launching %d jobs with %s", len(jobs), type(self).__name__)
+        for overrides, idx in jobs:
+            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+        return self.dispatch(jobs)
+
+    def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
+        """Hook: overrides a launcher adds to each job (e.g. its share of torch threads)."""
+        return overrides
+
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        raise NotImplementedError
+
+    def run_one(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
+        """Run one job in this process (a worker). Mirrors Hydra's basic launcher."""
+        assert self.hydra_context is not None and self.config is not None and self.task_function is not None
+        setup_globals()
+        Singleton.set_state(singleton_state)
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = idx
+            sweep_config.hydra.job.num = idx
+        HydraConfig.instance().set_config(sweep_config)
+        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+
+def job_outcome(ret: JobReturn) -> str:
+    """FINISHED / FAILED / KILLED / SKIPPED of a returned job (the task returns a harness JobResult)."""
+    if ret.status != JobStatus.COMPLETED:
+        return "FAILED"
+    return getattr(ret.return_value, "status", "FINISHED")

@@ -1,0 +1,68 @@
+"""`launcher=local_parallel`: N worker processes on this machine, torch threads split between them."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import List, Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus
+
+from harness.launchers.base import HarnessLauncher, log
+from harness.launchers.results import record_result, record_worker_crash
+
+
+def _run_pickled(payload: bytes) -> JobReturn:
+    """Worker entry: the launcher travels cloudpickled (Hydra's resolvers are local closures)."""
+    import cloudpickle
+
+    launcher, overrides, idx, state = cloudpickle.loads(payload)
+    ret = launcher.run_one(overrides, idx, state)
+    ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
+    return ret
+
+
+def _has(overrides: Sequence[str], key: str) -> bool:
+    return any(o.split("=", 1)[0].lstrip("+~") == key for o in overrides)
+
+
+class LocalParallelLauncher(HarnessLauncher):
+    """params: workers (None = one per core), threads_per_worker (None = cores // workers)."""
+
+    def _workers(self) -> int:
+        return max(1, int(self.params.get("workers") or os.cpu_count() or 1))
+
+    def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
+        extra = []
+        if not _has(overrides, "trainer.torch_threads"):
+            threads = self.params.get("threads_per_worker") or max(1, (os.cpu_count() or 1) // self._workers())
+            extra.append(f"trainer.torch_threads={threads}")
+        if self._workers() > 1 and not _has(overrides, "trainer.progress"):
+            extra.append("trainer.progress=false")  # one sweep-level bar instead of interleaved ones
+        return list(overrides) + extra
+
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        import cloudpickle
+        from tqdm import tqdm
+
+        state = Singleton.get_state()
+        results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
+        context = multiprocessing.get_context("spawn")  # no inherited torch/OpenMP state
+        with ProcessPoolExecutor(max_workers=self._workers(), mp_context=context) as pool, \
+                tqdm(total=len(jobs), desc="sweep", unit="run", disable=None) as bar:
+            futures = {pool.submit(_run_pickled, cloudpickle.dumps((self, overrides, idx, state))): pos
+                       for pos, (overrides, idx) in enumerate(jobs)}
+            for future in as_completed(futures):
+                pos = futures[future]
+                overrides, idx = jobs[pos]
+                try:
+                    ret = future.result()
+                    record_result(ret, overrides)
+                except BaseException as err:  # a worker that died (e.g. killed) must not stop the others
+                    log.error("job #%d crashed: %s", idx, err)
+                    ret = JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=err)
+                    record_worker_crash(overrides, idx, err)
+                results[pos] = ret
+                bar.update(1)
+        return results

@@ -1,0 +1,111 @@
+"""Cluster profiles: where Slurm jobs go and what they ask for, one YAML file each.
+
+Looked up, first match wins, in: the folders of $HARNESS_LAUNCHER_PROFILES (colon-separated), the
+user's `./launchers/profiles/`, then the profiles shipped with harness (`launchers/profiles/` of the
+repository). A site adds its own profile by dropping a file in one of those folders."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+
+@dataclass
+class ClusterProfile:
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    nodes: int = 1
+    gpus_per_node: int = 0
+    cpus_per_task: int = 1
+    mem_gb: float = 4
+    timeout_min: int = 60
+    array_parallelism: int = 64
+    setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
+    additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
+
+
+def profile_dirs() -> List[Path]:
+    dirs = [Path(p) for p in os.environ.get("HARNESS_LAUNCHER_PROFILES", "").split(":") if p]
+    dirs.append(Path.cwd() / "launchers" / "profiles")
+    try:
+        import importlib.resources
+
+        dirs.append(Path(str(importlib.resources.files("harness.launcher_profiles"))))
+    except ModuleNotFoundError:
+        pass
+    return dirs
+
+
+def available_profiles() -> List[str]:
+    return sorted({p.stem for d in profile_dirs() if d.is_dir() for p in d.glob("*.yaml")})
+
+
+def load_profile(name: str, overrides: Optional[Dict[str, Any]] = None) -> ClusterProfile:
+    """The named profile with `overrides` (launcher.params) applied; ValueError names what is wrong."""
+    for folder in profile_dirs():
+        path = folder / f"{name}.yaml"
+        if path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            break
+    else:
+        raise ValueError(f"launcher.profile={name!r} is not a known profile; available: "
+                         f"{', '.join(available_profiles()) or 'none'} (folders: {', '.join(map(str, profile_dirs()))})")
+    allowed = {f.name for f in fields(ClusterProfile)}
+    merged = {**data, **(overrides or {})}
+    unknown = sorted(set(merged) - allowed)
+    if unknown:
+        raise ValueError(f"launcher profile key {unknown[0]!r} (profile {name!r}) is not allowed; "
+                         f"allowed: {', '.join(sorted(allowed))}")
+    return ClusterProfile(**merged)
+
+
+def profile_for(launcher_cfg) -> ClusterProfile:
+    """The profile a run's `launcher` node selects, with the fields it overrides (non-null) applied."""
+    overrides = {f.name: launcher_cfg.get(f.name) for f in fields(ClusterProfile)
+                 if launcher_cfg.get(f.name) is not None}
+    for key in ("setup", "additional_parameters"):
+        if key in overrides and not isinstance(overrides[key], (list, dict)):
+            from omegaconf import OmegaConf
+
+            overrides[key] = OmegaConf.to_container(overrides[key])
+    return load_profile(launcher_cfg.get("profile") or "test_cluster", overrides)
+
+
+def submitit_parameters(profile: ClusterProfile, cluster: str) -> Dict[str, Any]:
+    """Translate a profile into submitit's `update_parameters` keywords for `cluster`."""
+    params: Dict[str, Any] = {"timeout_min": profile.timeout_min, "nodes": profile.nodes,
+                              "cpus_per_task": profile.cpus_per_task, "mem_gb": profile.mem_gb,
+                              "tasks_per_node": 1}
+    if profile.gpus_per_node:
+        params["gpus_per_node"] = profile.gpus_per_node
+    if cluster != "slurm":
+        return params
+    slurm = {"slurm_partition": profile.partition, "slurm_account": profile.account, "slurm_qos": profile.qos,
+             "slurm_array_parallelism": profile.array_parallelism, "slurm_setup": list(profile.setup),
+             "slurm_additional_parameters": dict(profile.additional_parameters)}
+    params.update({k: v for k, v in slurm.items() if v not in (None, [], {})})
+    return params
+
+
+def check_partition(partition: Optional[str]) -> None:
+    """Refuse a partition Slurm does not know, before anything is submitted."""
+    if not partition:
+        return
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise ValueError(f"launcher=slurm: cannot reach Slurm to check partition {partition!r}: {err}") from None
+    if out.returncode != 0:
+        raise ValueError(f"launcher=slurm: sinfo failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+    known = sorted(set(out.stdout.split()))
+    if partition not in known:
+        raise ValueError(f"launcher partition={partition!r} does not exist on this cluster; available: {', '.join(known)}")
+
+
+def describe(profile: ClusterProfile) -> Dict[str, Any]:
+    return asdict(profile)

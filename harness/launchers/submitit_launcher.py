@@ -1,0 +1,103 @@
+"""`launcher=slurm` and `launcher=submitit_local`: jobs through submitit.
+
+Our own launcher rather than hydra-submitit-launcher, for three things the plugin does not do: a job
+whose run failed must end FAILED in Slurm (Hydra and the harness catch run errors, so the plugin's jobs
+end COMPLETED); a preempted or timed-out job must requeue and resume from its own checkpoint in the same
+run folder and MLflow run; and `--detach` must return right after submission, leaving a record that
+`python -m harness status` reads."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus
+
+from harness.launchers.base import HarnessLauncher, JobFailed, job_outcome, log
+from harness.launchers.profiles import profile_for, submitit_parameters
+from harness.launchers.results import record_result
+
+
+class SubmititLauncher(HarnessLauncher):
+    """params: cluster ('slurm' | 'local'). The profile, its overrides and `detach` are read from the
+    run config's `launcher` node, so they are validated and recorded like every other setting."""
+
+    # -- in the worker ---------------------------------------------------------------------------------
+    def __call__(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
+        ret = self.run_one(overrides, idx, singleton_state)
+        outcome = job_outcome(ret)
+        if outcome not in ("FINISHED", "SKIPPED"):
+            error = getattr(ret._return_value, "error", None) or ret._return_value
+            raise JobFailed(f"run {outcome}: {error}")
+        return ret
+
+    def checkpoint(self, overrides: Sequence[str], idx: int, singleton_state: Any):
+        """Called by submitit on preemption/timeout: requeue this job resuming from its run folder."""
+        import submitit
+        from hydra.core.hydra_config import HydraConfig
+
+        from harness.trainers.checkpoint import checkpoint_paths
+
+        run_dir = Path(HydraConfig.get().runtime.output_dir)
+        kept = [o for o in overrides if not o.startswith("trainer.resume=")]
+        resumable = checkpoint_paths(run_dir)[0].is_file()
+        if resumable:
+            kept.append(f"trainer.resume={run_dir}")
+        log.warning("job #%d preempted: requeued, %s", idx,
+                    f"resuming from {run_dir}" if resumable else "from scratch (no checkpoint yet)")
+        return submitit.helpers.DelayedSubmission(self, kept, idx, singleton_state)
+
+    # -- in the driver -----------------------------------------------------------------------------------
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        import submitit
+
+        assert self.config is not None
+        cluster = self.params.get("cluster", "slurm")
+        profile = profile_for(self.config.launcher)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
+        executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
+        state = Singleton.get_state()
+        with executor.batch():
+            submitted = [executor.submit(self, overrides, idx, state) for overrides, idx in jobs]
+        self._record_submission(sweep_dir, jobs, submitted, cluster)
+        if self.config.launcher.detach:
+            return [self._detached_return(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
+        return [self._wait(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
+
+    @staticmethod
+    def _record_submission(sweep_dir: Path, jobs: List[tuple], submitted: list, cluster: str) -> None:
+        record = [{"job_num": idx, "job_id": job.job_id, "overrides": list(overrides), "cluster": cluster}
+                  for (overrides, idx), job in zip(jobs, submitted)]
+        path = sweep_dir / "jobs.json"
+        previous = json.loads(path.read_text()) if path.is_file() else []
+        path.write_text(json.dumps(previous + record, indent=2))
+        for entry in record:
+            log.info("submitted job #%d as %s", entry["job_num"], entry["job_id"])
+
+    @staticmethod
+    def _detached_return(overrides: Sequence[str], job) -> JobReturn:
+        from harness.job import RESULTS, JobResult
+
+        result = JobResult(name=",".join(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
+                           error=None, run_id=None)
+        RESULTS.append(result)
+        return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
+
+    @staticmethod
+    def _wait(overrides: Sequence[str], job) -> JobReturn:
+        try:
+            ret = job.result()
+        except Exception as err:  # the job failed on the cluster; the others go on
+            from harness.job import RESULTS, JobResult
+
+            message = str(err).strip().splitlines()
+            reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),
+                          message[-1] if message else type(err).__name__)
+            RESULTS.append(JobResult(name=",".join(overrides), status="FAILED", run_dir=str(job.paths.folder),
+                                     error=f"job {job.job_id} {job.state}: {reason}"))
+            return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED,
+                             _return_value=RESULTS[-1])
+        record_result(ret, overrides)
+        return ret
