@@ -18,6 +18,7 @@ Hydra's flags work as usual: --cfg job, --info, -m, --help."""
 TOOLS = {
     "algos": "harness.cli:print_algos",
     "report": "harness.reports.cli:main",
+    "sweep": "harness.sweeps.command:main",
     "server": "harness.tracking.server:main",
     "status": "harness.tracking.status:main",
     "repair": "harness.tracking.status:repair_main",

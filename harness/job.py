@@ -59,8 +59,16 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.tracking import open_tracker
     from harness.trainers import build_trainer
 
+    from harness.launchers.skip_finished import finished_twin
+
     spec = validate(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
+    twin = finished_twin(spec)
+    if twin:
+        print(f"run {name}: SKIPPED, an identical config already FINISHED as mlflow run {twin} "
+              f"(--force reruns it)", flush=True)
+        RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
+        return RESULTS[-1]
     run_dir.mkdir(parents=True, exist_ok=True)
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)

@@ -54,13 +54,33 @@ class HarnessLauncher(Launcher):
         assert self.hydra_context is not None and self.config is not None and self.task_function is not None
         setup_globals()
         Singleton.set_state(singleton_state)
+        sweep_config = self._sweep_config(overrides, idx)
+        resume = self._earlier_attempt(sweep_config, overrides)
+        if resume:
+            log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
+            sweep_config = self._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
+        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+    def _sweep_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
+        assert self.hydra_context is not None and self.config is not None
         sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = idx
             sweep_config.hydra.job.num = idx
         HydraConfig.instance().set_config(sweep_config)
-        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
-                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        return sweep_config
+
+    @staticmethod
+    def _earlier_attempt(sweep_config: DictConfig, overrides: Sequence[str]) -> Optional[Path]:
+        """A job that runs again in the same folder (requeued after preemption, a timeout or a node
+        failure) continues from the checkpoint its earlier attempt left there."""
+        from harness.trainers.checkpoint import checkpoint_paths
+
+        if any(o.startswith("trainer.resume=") for o in overrides):
+            return None
+        run_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
+        return run_dir if checkpoint_paths(run_dir)[0].is_file() else None
 
 
 def job_outcome(ret: JobReturn) -> str:

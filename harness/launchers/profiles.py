@@ -5,13 +5,14 @@ user's `./launchers/profiles/`, then the profiles shipped with harness (`launche
 repository). A site adds its own profile by dropping a file in one of those folders."""
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import yaml
+
+from harness.resources import available, find_yaml, search_dirs
 
 
 @dataclass
@@ -30,31 +31,20 @@ class ClusterProfile:
 
 
 def profile_dirs() -> List[Path]:
-    dirs = [Path(p) for p in os.environ.get("HARNESS_LAUNCHER_PROFILES", "").split(":") if p]
-    dirs.append(Path.cwd() / "launchers" / "profiles")
-    try:
-        import importlib.resources
-
-        dirs.append(Path(str(importlib.resources.files("harness.launcher_profiles"))))
-    except ModuleNotFoundError:
-        pass
-    return dirs
+    return search_dirs("HARNESS_LAUNCHER_PROFILES", "launchers/profiles", "harness.launcher_profiles")
 
 
 def available_profiles() -> List[str]:
-    return sorted({p.stem for d in profile_dirs() if d.is_dir() for p in d.glob("*.yaml")})
+    return available(profile_dirs())
 
 
 def load_profile(name: str, overrides: Optional[Dict[str, Any]] = None) -> ClusterProfile:
     """The named profile with `overrides` (launcher.params) applied; ValueError names what is wrong."""
-    for folder in profile_dirs():
-        path = folder / f"{name}.yaml"
-        if path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
-            break
-    else:
+    path = find_yaml(name, profile_dirs())
+    if path is None:
         raise ValueError(f"launcher.profile={name!r} is not a known profile; available: "
                          f"{', '.join(available_profiles()) or 'none'} (folders: {', '.join(map(str, profile_dirs()))})")
+    data = yaml.safe_load(path.read_text()) or {}
     allowed = {f.name for f in fields(ClusterProfile)}
     merged = {**data, **(overrides or {})}
     unknown = sorted(set(merged) - allowed)

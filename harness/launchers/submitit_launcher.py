@@ -33,20 +33,12 @@ class SubmititLauncher(HarnessLauncher):
         return ret
 
     def checkpoint(self, overrides: Sequence[str], idx: int, singleton_state: Any):
-        """Called by submitit on preemption/timeout: requeue this job resuming from its run folder."""
+        """Called by submitit on preemption/timeout (USR2): requeue the same job. It runs again in the same
+        folder, where `run_one` finds the checkpoint of this attempt and resumes from it."""
         import submitit
-        from hydra.core.hydra_config import HydraConfig
 
-        from harness.trainers.checkpoint import checkpoint_paths
-
-        run_dir = Path(HydraConfig.get().runtime.output_dir)
-        kept = [o for o in overrides if not o.startswith("trainer.resume=")]
-        resumable = checkpoint_paths(run_dir)[0].is_file()
-        if resumable:
-            kept.append(f"trainer.resume={run_dir}")
-        log.warning("job #%d preempted: requeued, %s", idx,
-                    f"resuming from {run_dir}" if resumable else "from scratch (no checkpoint yet)")
-        return submitit.helpers.DelayedSubmission(self, kept, idx, singleton_state)
+        log.warning("job #%d preempted or timed out: requeued, it will resume from its checkpoint", idx)
+        return submitit.helpers.DelayedSubmission(self, overrides, idx, singleton_state)
 
     # -- in the driver -----------------------------------------------------------------------------------
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:

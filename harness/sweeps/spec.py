@@ -1,0 +1,70 @@
+"""A named sweep file: its hypothesis, the reports it feeds, and its grids.
+
+Each grid is one Hydra multirun (axis -> list of values); several grids let a sweep use a different δ
+range per objective. All grids of one invocation share one sweep folder and one experiment."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Dict, List
+
+import yaml
+
+from harness.resources import available, find_yaml, search_dirs
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    hypothesis: str
+    reports: List[str]
+    grids: List[Dict[str, Any]]
+    overrides: List[str] = field(default_factory=list)
+    experiment_name: str = ""
+    source: str = ""
+
+    def grid_overrides(self) -> List[List[str]]:
+        """Hydra overrides of each grid: {'delta': [0.1, 0.2], 'algo': 'dppo'} -> ['delta=0.1,0.2', 'algo=dppo']."""
+        out = []
+        for grid in self.grids:
+            out.append([f"{axis}={_sweep_value(values)}" for axis, values in grid.items()])
+        return out
+
+
+def _sweep_value(values: Any) -> str:
+    if isinstance(values, (list, tuple)):
+        if not values:
+            raise ValueError("empty grid axis")
+        return ",".join(_scalar(v) for v in values)
+    return _scalar(values)
+
+
+def _scalar(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def sweep_dirs() -> List[Path]:
+    return search_dirs("HARNESS_SWEEPS", "sweeps", "harness.sweep_specs")
+
+
+def available_sweeps() -> List[str]:
+    return available(sweep_dirs())
+
+
+def load_sweep(name: str) -> SweepSpec:
+    path = find_yaml(name, sweep_dirs())
+    if path is None:
+        raise ValueError(f"sweep {name!r} does not exist; available: {', '.join(available_sweeps()) or 'none'}")
+    data = yaml.safe_load(path.read_text()) or {}
+    allowed = {f.name for f in fields(SweepSpec)} - {"name"}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"sweep {name!r}: key {unknown[0]!r} is not allowed; allowed: {', '.join(sorted(allowed))}")
+    for key in ("hypothesis", "reports", "grids"):
+        if not data.get(key):
+            raise ValueError(f"sweep {name!r}: {key!r} is missing or empty")
+    for i, grid in enumerate(data["grids"]):
+        for axis, values in (grid or {}).items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"sweep {name!r}: grid {i} axis {axis!r} is empty; give at least one value")
+    return SweepSpec(name=name, experiment_name=data.pop("experiment_name", None) or name, **data)
