@@ -1,0 +1,43 @@
+"""Unconstrained baselines: importance-sampled policy gradient and its truncated variant.
+
+pg_is:  J = r·A,                     G = r·A
+cispo:  J = sg(min(r, C))·A·log π,   G = min(r, C)·A     (PG-TIS / CISPO, C = trunc_c)
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from harness.algorithms.base import Objective
+from harness.algorithms.inputs import TokenBatch
+from harness.algorithms.registry import register
+
+
+@register("pg_is")
+class PGIS(Objective):
+    """Importance-sampled policy gradient, no trust region."""
+
+    def _surrogate(self, b: TokenBatch) -> Tensor:
+        return b.ratio() * b.adv
+
+    def _weight(self, b: TokenBatch) -> Tensor:
+        return torch.ones_like(b.adv)
+
+
+@register("cispo")
+class CISPO(Objective):
+    """Truncated importance weight on the log-likelihood: the weight is clipped, the gradient never."""
+
+    def _truncated(self, b: TokenBatch) -> Tensor:
+        log_c = math.log(self.params["trunc_c"])
+        return torch.exp(torch.clamp(b.logp.detach() - b.log_nu, max=log_c))
+
+    def _surrogate(self, b: TokenBatch) -> Tensor:
+        return self._truncated(b) * b.adv * b.logp
+
+    def _weight(self, b: TokenBatch) -> Tensor:
+        # min(r, C)/r in log space: exp(min(0, log C - log r))
+        log_r = b.logp.detach() - b.log_nu
+        return torch.exp(torch.clamp(math.log(self.params["trunc_c"]) - log_r, max=0.0))

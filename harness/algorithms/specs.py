@@ -1,0 +1,148 @@
+"""The objective registry as data (torch-free): names, families, parameters, defaults and sources.
+
+`SPECS` is the single source of truth for what `algo=<name>` accepts; the CLI composes and validates
+configs with it without importing torch. The torch implementations register under the same names
+(`registry.py`); a test checks the two agree.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from harness.algorithms.params import (
+    AnchorParams, BandPOParams, CISPOParams, ClipParams, DeltaParams, DPPOParams, PenaltyParams, PGParams,
+    SPOParams, rules,
+)
+
+GEOMETRIES = ("ratio", "absolute-shift", "probability-aware", "none")
+SHORTCUTS = ("delta", "alpha")
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """What one objective name means.
+
+    defaults: overrides of `params_cls` defaults for this name. geometry: the shape of its trust region
+    (ratio | absolute-shift | probability-aware | none). source: paper and section. shortcuts: run-level
+    shortcut (`delta`, `alpha`) -> the parameter it sets; an absent key means the shortcut is refused.
+    """
+
+    name: str
+    family: str
+    params_cls: type
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    geometry: str = "none"
+    source: str = ""
+    shortcuts: Mapping[str, str] = field(default_factory=dict)
+
+
+_DELTA = {"delta": "delta"}
+_ALPHA = {"alpha": "relax_alpha"}
+_CLIP_HIGHER = {"eps_high": 0.28}
+_REG_SRC = "DRPO paper Appendix D.1-D.2 (alternative divergence penalties; adv_weighted=false: 'w/o |A|')"
+
+_ALL = [
+    ObjectiveSpec("pg_is", "baseline", PGParams, {}, "none",
+                  "DPPO paper §5 (PG-IS baseline), Appendix C.1", {}),
+    ObjectiveSpec("cispo", "baseline", CISPOParams, {}, "none",
+                  "DPPO paper §5 (PG-TIS = CISPO, Chen et al. 2025), Appendix C.1", {}),
+    ObjectiveSpec("grpo", "clipping", ClipParams, {}, "ratio",
+                  "PPO clip (DRPO paper Eq. 4); alpha relaxation: DPPO paper §6", _ALPHA),
+    ObjectiveSpec("grpo_cliphigher", "clipping", ClipParams, _CLIP_HIGHER, "ratio",
+                  "DAPO Clip-Higher (Yu et al. 2025); DPPO paper §5, §7", _ALPHA),
+    ObjectiveSpec("minirl", "clipping", ClipParams, {**_CLIP_HIGHER, "anchor": "recompute"}, "ratio",
+                  "MiniRL (Zheng et al. 2025): DPPO paper §5.2, Appendix C.1", _ALPHA),
+    ObjectiveSpec("minirl_tis", "clipping", ClipParams, {**_CLIP_HIGHER, "anchor": "recompute", "is_cap": 3.0},
+                  "ratio", "MiniRL-TIS: DPPO paper §5.4, Appendix C.1", _ALPHA),
+    ObjectiveSpec("dppo", "divergence-mask", DPPOParams, {}, "absolute-shift",
+                  "DPPO paper §4.3-4.4 (binary / Top-K TV and KL), Appendix B", _DELTA),
+    ObjectiveSpec("spo", "regularizer", SPOParams, {}, "ratio",
+                  "SPO (Xie et al. 2025) as in DRPO paper §2, Eq. 5", {"delta": "eps"}),
+    ObjectiveSpec("drpo", "regularizer", DeltaParams, {}, "absolute-shift",
+                  "DRPO paper §3, Eq. 8-9", _DELTA),
+    ObjectiveSpec("mask_drpo", "regularizer", DeltaParams, {}, "absolute-shift",
+                  "DRPO paper §4.2 ablation: DRPO penalty only outside the DPPO region", _DELTA),
+    ObjectiveSpec("mask_spo", "regularizer", DeltaParams, {}, "ratio",
+                  "DRPO paper §4.2 ablation: SPO penalty only outside the DPPO region", _DELTA),
+    ObjectiveSpec("mask_kl", "regularizer", DeltaParams, {}, "ratio",
+                  "DRPO paper §4.2 ablation: (log r)^2 penalty only outside the DPPO region", _DELTA),
+    ObjectiveSpec("kl_reg", "penalty", PenaltyParams, {}, "ratio", _REG_SRC + "; K1 KL, PPO-KL", _DELTA),
+    ObjectiveSpec("k3_reg", "penalty", PenaltyParams, {}, "ratio", _REG_SRC + "; K3 KL", _DELTA),
+    ObjectiveSpec("tv_reg", "penalty", PenaltyParams, {}, "ratio", _REG_SRC + "; sampled TV", _DELTA),
+    ObjectiveSpec("bandpo", "band", BandPOParams, {}, "probability-aware",
+                  "BandPO paper §5.5-5.6 (bounds), §6.3 (Relaxed-Band), §9.6 (solver)", _DELTA),
+]
+
+SPECS: Dict[str, ObjectiveSpec] = {}
+for _spec in _ALL:
+    assert _spec.name not in SPECS, f"objective {_spec.name!r} specified twice"
+    assert _spec.geometry in GEOMETRIES, f"{_spec.name}: unknown geometry {_spec.geometry!r}"
+    assert issubclass(_spec.params_cls, AnchorParams), f"{_spec.name}: params must extend AnchorParams"
+    assert set(_spec.defaults) <= set(rules(_spec.params_cls)), f"{_spec.name}: default for unknown parameter"
+    assert set(_spec.shortcuts) <= set(SHORTCUTS), f"{_spec.name}: unknown shortcut"
+    SPECS[_spec.name] = _spec
+
+# dppo's delta depends on the divergence when left null (DPPO paper: TV 0.15, KL 0.05).
+DPPO_DEFAULT_DELTA = {"binary_tv": 0.15, "topk_tv": 0.15, "binary_kl": 0.05, "topk_kl": 0.05}
+
+
+def list_objectives() -> List[str]:
+    """Sorted objective names."""
+    return sorted(SPECS)
+
+
+def get_spec(name: str) -> ObjectiveSpec:
+    """The spec of `name`; ValueError listing the known names if there is none."""
+    if not isinstance(name, str) or name not in SPECS:
+        raise ValueError(f"unknown objective {name!r}; known: {', '.join(list_objectives())}")
+    return SPECS[name]
+
+
+def default_params(name: str) -> Dict[str, Any]:
+    """Every parameter of `name` with its default (without 'name'). dppo's delta is None = per divergence."""
+    spec = get_spec(name)
+    out = asdict(spec.params_cls())
+    out.update(spec.defaults)
+    return out
+
+
+def validate_params(name: str, params: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The complete checked parameter dict of `name`: defaults filled in, values normalised.
+
+    Raises ValueError (one line: key, bad value, what is allowed) for an unknown objective or parameter,
+    a value of the wrong type or out of range. A 'name' key is accepted if it equals `name`.
+    """
+    spec = get_spec(name)
+    given = dict(params or {})
+    if "name" in given:
+        if given.pop("name") != name:
+            raise ValueError(f"algo.name does not match the objective {name!r}")
+    allowed = rules(spec.params_cls)
+    unknown = sorted(k for k in given if k not in allowed)
+    if unknown:
+        raise ValueError(f"unknown parameter {unknown[0]!r} for objective {name!r}; "
+                         f"allowed: {', '.join(sorted(allowed))}")
+    out = default_params(name)
+    out.update(given)
+    for key, rule in allowed.items():
+        out[key] = rule.check(key, out[key])
+    if name == "dppo" and out["delta"] is None:
+        out["delta"] = DPPO_DEFAULT_DELTA[out["divergence"]]
+    return out
+
+
+def shortcut_param(name: str, shortcut: str) -> str:
+    """The parameter the run-level shortcut (`delta`, `alpha`) sets for `name`; ValueError if none."""
+    spec = get_spec(name)
+    if shortcut not in spec.shortcuts:
+        users = sorted(n for n, s in SPECS.items() if shortcut in s.shortcuts)
+        raise ValueError(f"shortcut {shortcut}= means nothing for objective {name!r}; "
+                         f"it applies to: {', '.join(users)}")
+    return spec.shortcuts[shortcut]
+
+
+def objectives_table() -> str:
+    """Text table of every objective (printed by `python -m harness algos`)."""
+    from harness.algorithms.table import render_table
+
+    return render_table(SPECS, default_params)
