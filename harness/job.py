@@ -35,6 +35,11 @@ NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.prog
                    "trainer.resume=")
 
 
+def run_name(overrides) -> str:
+    """A run's name: the overrides that say what it computes, e.g. 'algo=drpo,delta=0.1'."""
+    return ",".join(o for o in overrides if not o.startswith(NOT_IN_RUN_NAME))
+
+
 class Killed(BaseException):
     """SIGTERM turned into an exception so the run can be closed as KILLED."""
 
@@ -48,8 +53,7 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    overrides = [o for o in hc.overrides.task if not o.startswith(NOT_IN_RUN_NAME)]
-    name = ",".join(overrides) if overrides else cfg.algo.name
+    name = run_name(hc.overrides.task) or cfg.algo.name
     sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
     return name, run_dir, sweep_dir
 

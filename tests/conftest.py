@@ -21,17 +21,22 @@ def warm_cache(tmp_path_factory) -> Path:
 def run_harness(tmp_path, warm_cache):
     """Run `python -m harness ...` in a subprocess from a fresh working folder; returns CompletedProcess."""
 
-    def run(*args: str, timeout: float = 600, env: dict | None = None, check: bool = False):
-        full_env = {**os.environ, "HARNESS_OUTPUT_ROOT": str(tmp_path), "PYTHONUNBUFFERED": "1",
-                    **(env or {})}
+    def make_env(extra: dict | None = None) -> dict:
+        return {**os.environ, "HARNESS_OUTPUT_ROOT": str(tmp_path), "PYTHONUNBUFFERED": "1", **(extra or {})}
+
+    def make_argv(*args: str) -> list:
         argv = [sys.executable, "-m", "harness", *args]
-        if not any(a.startswith("cache_dir=") for a in args) and args[:1] != ("algos",):
+        takes_overrides = args[:1] not in (("algos",), ("status",), ("repair",), ("sync",), ("report",), ("server",))
+        if takes_overrides and not any(a.startswith("cache_dir=") for a in args):
             argv.append(f"cache_dir={warm_cache}")
-        proc = subprocess.run(argv, cwd=tmp_path, env=full_env, capture_output=True, text=True,
+        return argv
+
+    def run(*args: str, timeout: float = 600, env: dict | None = None, check: bool = False):
+        proc = subprocess.run(make_argv(*args), cwd=tmp_path, env=make_env(env), capture_output=True, text=True,
                               timeout=timeout)
         if check and proc.returncode != 0:
             raise AssertionError(f"harness {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         return proc
 
-    run.root = tmp_path
+    run.root, run.argv, run.env = tmp_path, make_argv, make_env
     return run

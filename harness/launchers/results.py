@@ -7,17 +7,17 @@ from hydra.core.utils import JobReturn, JobStatus
 
 
 def record_result(ret: JobReturn, overrides: Sequence[str]) -> None:
-    from harness.job import RESULTS, JobResult
+    from harness.job import RESULTS, JobResult, run_name
 
     if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, JobResult):
         RESULTS.append(ret._return_value)
     else:
-        RESULTS.append(JobResult(name=",".join(overrides), status="FAILED", run_dir=str(ret.working_dir or "?"),
+        RESULTS.append(JobResult(name=run_name(overrides), status="FAILED", run_dir=str(ret.working_dir or "?"),
                                  error=f"{type(ret._return_value).__name__}: {ret._return_value}"))
 
 
 def record_worker_crash(overrides: Sequence[str], idx: int, err: BaseException) -> None:
-    from harness.job import RESULTS, JobResult
+    from harness.job import RESULTS, JobResult, run_name
 
-    RESULTS.append(JobResult(name=",".join(o for o in overrides if not o.startswith("trainer.")) or f"#{idx}",
+    RESULTS.append(JobResult(name=run_name(overrides) or f"#{idx}",
                              status="FAILED", run_dir="?", error=f"worker crashed: {type(err).__name__}: {err}"))

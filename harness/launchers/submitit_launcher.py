@@ -70,9 +70,9 @@ class SubmititLauncher(HarnessLauncher):
 
     @staticmethod
     def _detached_return(overrides: Sequence[str], job) -> JobReturn:
-        from harness.job import RESULTS, JobResult
+        from harness.job import RESULTS, JobResult, run_name
 
-        result = JobResult(name=",".join(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
+        result = JobResult(name=run_name(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
                            error=None, run_id=None)
         RESULTS.append(result)
         return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
@@ -82,13 +82,15 @@ class SubmititLauncher(HarnessLauncher):
         try:
             ret = job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
-            from harness.job import RESULTS, JobResult
+            from harness.job import RESULTS, JobResult, run_name
 
             message = str(err).strip().splitlines()
             reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),
                           message[-1] if message else type(err).__name__)
-            RESULTS.append(JobResult(name=",".join(overrides), status="FAILED", run_dir=str(job.paths.folder),
-                                     error=f"job {job.job_id} {job.state}: {reason}"))
+            state = job.state
+            status = "KILLED" if state.startswith("CANCELLED") else "FAILED"
+            RESULTS.append(JobResult(name=run_name(overrides), status=status, run_dir=str(job.paths.folder),
+                                     error=f"job {job.job_id} ({state}): {reason}"))
             return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED,
                              _return_value=RESULTS[-1])
         record_result(ret, overrides)
