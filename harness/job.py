@@ -27,12 +27,12 @@ class JobResult:
 
 
 RESULTS: List[JobResult] = []
-OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED")
+OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=")
+                   "trainer.resume=", "optuna.", "sweeper=")
 
 
 def run_name(overrides) -> str:
@@ -64,6 +64,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.trainers import build_trainer
 
     from harness.launchers.skip_finished import finished_twin
+    from harness.sweeps.pruning import Pruned
 
     spec = validate(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
@@ -81,6 +82,10 @@ def run_job(cfg: DictConfig) -> JobResult:
         trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)
         result.final_metrics = trainer.train()
         result.status = "FINISHED"
+    except Pruned as err:
+        result.status, result.error = "PRUNED", str(err)
+        tracker.finish("KILLED", error=str(err))
+        print(f"run {name}: {err}", flush=True)
     except (KeyboardInterrupt, Killed) as err:
         result.status, result.error = "KILLED", str(err) or type(err).__name__
         tracker.finish("KILLED", error=result.error)
@@ -103,7 +108,7 @@ def run_job(cfg: DictConfig) -> JobResult:
 
 def summarize(results: List[JobResult]) -> str:
     counts = {s: sum(r.status == s for r in results) for s in ("FINISHED", "FAILED", "KILLED")}
-    counts.update({s: n for s in ("SKIPPED", "SUBMITTED") if (n := sum(r.status == s for r in results))})
+    counts.update({s: n for s in ("SKIPPED", "SUBMITTED", "PRUNED") if (n := sum(r.status == s for r in results))})
     lines = [f"sweep: {len(results)} runs: " + ", ".join(f"{n} {s.lower()}" for s, n in counts.items())]
     for r in results:
         if r.status not in OK_STATUSES:

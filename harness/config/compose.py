@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import List, Sequence
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from harness.config.schema import register_schemas
 from harness.config.validate import ConfigError, validate
@@ -35,6 +35,52 @@ def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
 
 def compose(overrides: Sequence[str]) -> DictConfig:
     """Compose one run config (without the `hydra` node) and translate Hydra's errors."""
+    cfg = _compose_with_hydra(overrides)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
+def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
+    """Validate every job of a run or sweep; returns the validated configs."""
+    jobs = expand_sweep(overrides) if multirun else [list(overrides)]
+    if not jobs:
+        raise ConfigError("the sweep is empty: no job to run")
+    configs = [validate(compose(job)) for job in jobs]
+    if multirun and configs[0].sweeper.name == "optuna":
+        configs = _optuna_preflight(overrides, jobs)
+    return configs
+
+
+def _optuna_preflight(overrides: Sequence[str], jobs: List[List[str]]) -> List[DictConfig]:
+    """Optuna searches what `hydra.sweeper.params` names; every edge of that space must be a valid run."""
+    from harness.sweeps.search_space import parse_space
+
+    if len(jobs) > 1:
+        raise ConfigError("with sweeper=optuna, put every dimension in hydra.sweeper.params "
+                          "(comma-separated sweep values are a grid, not a search)")
+    hydra_cfg = _compose_with_hydra(jobs[0]).hydra.sweeper
+    try:
+        space = parse_space(dict(hydra_cfg.params))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    _check(hydra_cfg.n_trials >= 1, f"hydra.sweeper.n_trials={hydra_cfg.n_trials} is not allowed: must be >= 1")
+    _check(hydra_cfg.n_jobs >= 1, f"hydra.sweeper.n_jobs={hydra_cfg.n_jobs} is not allowed: must be >= 1")
+    _check(hydra_cfg.direction in ("maximize", "minimize"),
+           f"hydra.sweeper.direction={hydra_cfg.direction!r} is not allowed: maximize or minimize")
+    configs = []
+    for key, dim in space.items():
+        for value in dim.sample_values():
+            configs.append(validate(compose([*jobs[0], f"{key}={value}"])))
+    return configs
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _compose_with_hydra(overrides: Sequence[str]) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -43,19 +89,11 @@ def compose(overrides: Sequence[str]) -> DictConfig:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
     except Exception as err:
         raise ConfigError(describe_composition_error(err, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
-
-
-def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
-    """Validate every job of a run or sweep; returns the validated configs."""
-    jobs = expand_sweep(overrides) if multirun else [list(overrides)]
-    if not jobs:
-        raise ConfigError("the sweep is empty: no job to run")
-    return [validate(compose(job)) for job in jobs]
 
 
 def _first_line(err: BaseException) -> str:

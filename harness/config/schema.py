@@ -100,6 +100,22 @@ class TrackingConfig:
 
 
 @dataclass
+class SweeperConfig:
+    name: str = "basic"  # basic (Hydra's grid) | optuna
+
+
+@dataclass
+class OptunaTrialConfig:
+    """Set by the Optuna sweeper on each job: the trial the run reports intermediate accuracy to."""
+    storage: Optional[str] = None
+    study: Optional[str] = None
+    trial_id: Optional[int] = None
+    prune: bool = True  # the pruner is not stored with the study, so the sweeper passes its settings
+    n_startup_trials: int = 2
+    n_warmup_steps: int = 0
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = MISSING
     dataset: DatasetConfig = MISSING
@@ -108,6 +124,8 @@ class RunConfig:
     trainer: TrainerConfig = MISSING
     launcher: LauncherConfig = MISSING
     tracking: TrackingConfig = MISSING
+    sweeper: SweeperConfig = field(default_factory=SweeperConfig)
+    optuna: OptunaTrialConfig = field(default_factory=OptunaTrialConfig)
     # Shortcuts mapped onto whichever objective is selected; None keeps the objective's default.
     delta: Optional[float] = None
     alpha: Optional[float] = None
@@ -132,6 +150,21 @@ class SubmititLauncherConf:
     cluster: str = "slurm"  # slurm | local; the profile and its overrides come from the run's `launcher`
 
 
+@dataclass
+class OptunaSweeperConf:
+    _target_: str = "hydra_plugins.harness_launcher.OptunaSweeper"
+    params: Dict[str, str] = field(default_factory=dict)  # key -> float(lo,hi[,log]) | int(..) | choice(..)
+    n_trials: int = 20
+    n_jobs: int = 1  # trials launched at once (use with launcher=local_parallel or slurm)
+    direction: str = "maximize"
+    metric: str = "eval/accuracy"
+    storage: Optional[str] = None  # None: sqlite:///<output_root>/optuna.db
+    study_name: Optional[str] = None  # None: experiment_name
+    sampler_seed: int = 0
+    pruner: Dict[str, Any] = field(default_factory=lambda: {"enabled": True, "n_startup_trials": 2,
+                                                            "n_warmup_steps": 0})
+
+
 def register_schemas() -> None:
     """Register the schemas with Hydra's ConfigStore (idempotent)."""
     from hydra.core.config_store import ConfigStore
@@ -140,3 +173,4 @@ def register_schemas() -> None:
     cs.store(name="run_schema", node=RunConfig)
     cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
     cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)
+    cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)

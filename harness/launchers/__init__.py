@@ -6,12 +6,12 @@ LAUNCHERS = ("local", "local_parallel", "submitit_local", "slurm")
 
 
 def register_with_hydra() -> None:
-    """Register our launchers with Hydra explicitly: Hydra's own scan of `hydra_plugins` cannot list
+    """Register our launchers and sweeper with Hydra explicitly: Hydra's own scan of `hydra_plugins` cannot list
     modules through an editable install's import hook."""
     from hydra.core.plugins import Plugins
 
-    from hydra_plugins.harness_launcher import LocalParallelLauncher, SubmititLauncher
+    from hydra_plugins.harness_launcher import LocalParallelLauncher, OptunaSweeper, SubmititLauncher
 
     plugins = Plugins.instance()
-    for cls in (LocalParallelLauncher, SubmititLauncher):
+    for cls in (LocalParallelLauncher, SubmititLauncher, OptunaSweeper):
         plugins.register(cls)

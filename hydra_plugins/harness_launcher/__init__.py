@@ -1,8 +1,9 @@
-"""Hydra finds launcher plugins only inside the `hydra_plugins` namespace package. The launchers live in
+"""Hydra finds plugins only inside the `hydra_plugins` namespace package. The launchers live in
 `harness.launchers`; these subclasses give them names Hydra accepts. Kept import-light: Hydra imports
 this module whenever it scans for plugins."""
 from harness.launchers.local_parallel import LocalParallelLauncher as _LocalParallel
 from harness.launchers.submitit_launcher import SubmititLauncher as _Submitit
+from harness.sweeps.optuna_sweeper import OptunaSweeper as _Optuna
 
 
 class LocalParallelLauncher(_LocalParallel):
@@ -10,4 +11,8 @@ class LocalParallelLauncher(_LocalParallel):
 
 
 class SubmititLauncher(_Submitit):
+    pass
+
+
+class OptunaSweeper(_Optuna):
     pass

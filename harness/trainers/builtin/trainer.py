@@ -26,6 +26,7 @@ from harness.trainers.builtin.rollout import RolloutEngine, completions_text, ev
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import warm_start
+from harness.sweeps.pruning import pruning_hook
 from harness.trainers.checkpoint import load_checkpoint, save_checkpoint
 
 log = logging.getLogger("harness")
@@ -62,6 +63,7 @@ class BuiltinTrainer:
                                cache_dir=self._cache_dir(), seed=self.t.warmstart.seed)
             tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
         self.engine = RolloutEngine.from_model(self.model, self.precision)
+        self.on_eval = pruning_hook(cfg)  # None unless this run is an Optuna trial
         self.eval_problems = self.task.eval_set()
 
     def _cache_dir(self) -> Path:
@@ -169,6 +171,8 @@ class BuiltinTrainer:
             if self.step % t.checkpoint_every == 0 or self.step == t.steps:
                 save_checkpoint(self.run_dir, self._state(), self.step, self.tracker.run_id)
             _injected_kill(self.step)
+            if self.on_eval and "eval/accuracy" in metrics:
+                self.on_eval(self.step, metrics)
             bar.update(1)
             bar.set_postfix(reward=f"{metrics['train/reward']:.2f}", eval=f"{self.best_eval:.2f}")
         bar.close()

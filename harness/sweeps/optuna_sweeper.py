@@ -1,0 +1,101 @@
+"""`sweeper=optuna`: the harness's own Hydra sweeper on Optuna's ask/tell API (hydra-optuna-sweeper pins
+optuna < 3 and cannot prune).
+
+The study lives in persistent storage (default: `optuna.db` beside the MLflow store), so a sweep whose
+driver died resumes by running the same command: finished trials count, trials left RUNNING by the dead
+driver are marked FAIL. Each job gets `optuna.*` overrides naming its trial; the trainer reports
+intermediate eval accuracy to it and stops early when the pruner says so."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from hydra.core.plugins import Plugins
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from harness.sweeps.pruning import make_pruner
+from harness.sweeps.search_space import parse_space
+
+log = logging.getLogger("harness")
+
+
+class OptunaSweeper(Sweeper):
+    def __init__(self, params: Dict[str, str], n_trials: int = 20, n_jobs: int = 1, direction: str = "maximize",
+                 metric: str = "eval/accuracy", storage: Optional[str] = None, study_name: Optional[str] = None,
+                 sampler_seed: int = 0, pruner: Optional[Dict[str, Any]] = None) -> None:
+        self.space = parse_space(dict(params))
+        self.n_trials, self.n_jobs, self.direction, self.metric = n_trials, n_jobs, direction, metric
+        self.storage, self.study_name, self.sampler_seed = storage, study_name, sampler_seed
+        self.pruner_cfg = dict(pruner or {})
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.config, self.hydra_context = config, hydra_context
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def _study(self):
+        import optuna
+
+        root = Path(str(self.config.output_root)).expanduser().resolve()
+        storage = self.storage or f"sqlite:///{root / 'optuna.db'}"
+        name = self.study_name or str(self.config.experiment_name)
+        pruner = make_pruner(*self._pruner_settings())
+        study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True, direction=self.direction,
+                                    sampler=optuna.samplers.TPESampler(seed=self.sampler_seed), pruner=pruner)
+        return study, storage, name
+
+    def _pruner_settings(self) -> tuple:
+        return (bool(self.pruner_cfg.get("enabled", True)), int(self.pruner_cfg.get("n_startup_trials", 2)),
+                int(self.pruner_cfg.get("n_warmup_steps", 0)))
+
+    def sweep(self, arguments: List[str]) -> Any:
+        from optuna.trial import TrialState
+
+        study, storage, name = self._study()
+        for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            log.warning("trial %d was left RUNNING by an earlier driver: marked FAIL", stale.number)
+            study.tell(stale.number, state=TrialState.FAIL)
+        done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+        log.info("optuna study %r in %s: %d of %d trials done", name, storage, done, self.n_trials)
+        distributions = {key: dim.distribution() for key, dim in self.space.items()}
+        returns, job_idx = [], 0
+        while done < self.n_trials:
+            trials = [study.ask(distributions) for _ in range(min(self.n_jobs, self.n_trials - done))]
+            batch = [[*arguments, *(f"{k}={_override(v)}" for k, v in t.params.items()),
+                      f"optuna.storage={storage}", f"optuna.study={name}", f"optuna.trial_id={t._trial_id}",
+                      *(f"optuna.{k}={v}" for k, v in zip(("prune", "n_startup_trials", "n_warmup_steps"),
+                                                           self._pruner_settings()))]
+                     for t in trials]
+            results = self.launcher.launch(batch, initial_job_idx=job_idx)
+            job_idx += len(batch)
+            for trial, ret in zip(trials, results):
+                self._tell(study, trial, ret)
+            returns.extend(results)
+            done += len(trials)
+        best = study.best_trial if any(t.state == TrialState.COMPLETE for t in study.trials) else None
+        if best is not None:
+            log.info("best trial %d: %s = %s with %s", best.number, self.metric, best.value, best.params)
+            (Path(str(self.config.hydra.sweep.dir)) / "optuna_best.yaml").write_text(
+                OmegaConf.to_yaml({"trial": best.number, "value": best.value, "params": best.params}))
+        return returns
+
+    def _tell(self, study, trial, ret) -> None:
+        from optuna.trial import TrialState
+
+        result = getattr(ret, "_return_value", None)
+        status = getattr(result, "status", "FAILED")
+        if status == "PRUNED":
+            study.tell(trial, state=TrialState.PRUNED)
+            return
+        value = (getattr(result, "final_metrics", None) or {}).get(self.metric)
+        if status in ("FINISHED", "SKIPPED") and value is not None:
+            study.tell(trial, float(value))
+        else:
+            study.tell(trial, state=TrialState.FAIL)
+
+
+def _override(value: Any) -> str:
+    return "null" if value is None else str(value)
