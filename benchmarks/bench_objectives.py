@@ -109,7 +109,8 @@ def _kl_bounds_scalar(p: float, delta: float):
         return -p * s - (1 - p) * math.log((1 - math.exp(s) * p) / (1 - p)) - delta
 
     lo = math.exp(brentq(g_log, -(delta / p + 2), 0.0, xtol=1e-12))
-    hi = math.exp(brentq(g_log, 0.0, -math.log(p) - 1e-15, xtol=1e-12))
+    top = -math.log(p) - 1e-15  # just below r = 1/p; if g is still below δ there, hi = 1/p
+    hi = math.exp(brentq(g_log, 0.0, top, xtol=1e-12)) if g_log(top) > 0 else 1.0 / p
     return lo, hi
 
 
