@@ -4,8 +4,12 @@ A job never raises into Hydra's launcher: an exception marks the run FAILED (tra
 sweep goes on; Ctrl-C / SIGTERM marks it KILLED and stops the sweep."""
 from __future__ import annotations
 
+import json
 import logging
+import os
 import signal
+import socket
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +79,8 @@ def run_job(cfg: DictConfig) -> JobResult:
         RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
         return RESULTS[-1]
     run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "job.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                                   "started": time.time(), "name": name}))
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), run_id=tracker.run_id)

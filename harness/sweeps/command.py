@@ -41,7 +41,7 @@ def main(argv: List[str]) -> int:
     common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
     try:
         root = Path(compose([*common, *user]).output_root).expanduser().resolve()
-        sweep_dir = root / "sweeps" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
         grids = [[*common, *grid, *user] for grid in spec.grid_overrides()]
         for grid in grids:
             preflight(grid, multirun=True)

@@ -117,7 +117,7 @@ class BuiltinTrainer:
                 recomputed_logp=old_logp[batch],
                 rollout_topk_logp=None if rollout.topk_logp is None else rollout.topk_logp[batch],
                 rollout_topk_ids=None if rollout.topk_ids is None else rollout.topk_ids[batch],
-                logits=logits)
+                logits=logits, token_ids=rollout.tokens[batch])
             loss = -aggregate(J, mask[batch], t.loss_agg, norm_len=self.max_new_tokens)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}")
