@@ -24,6 +24,7 @@ from harness.trainers.builtin.policy import masked_mean, response_logits, token_
 from harness.trainers.builtin.precision import precision_spec, training_forward
 from harness.trainers.builtin.rollout import RolloutEngine, completions_text, evaluate_accuracy
 from harness.trainers.builtin.tasks import build_task
+from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import warm_start
 from harness.sweeps.pruning import pruning_hook
@@ -107,6 +108,7 @@ class BuiltinTrainer:
             old_logp = token_logp(old_logits, rollout.tokens)  # π': trainer before this update
             entropy = masked_mean(token_entropy(old_logits), mask)
         sums: Dict[str, float] = {}
+        stats = TokenStats(self.objective) if (self.step + 1) % t.eval_every == 0 else None
         order = torch.randperm(len(sequences), generator=self.sample_gen)
         for batch in order.chunk(t.mini_batches):
             with training_forward(self.model, self.precision):
@@ -119,6 +121,9 @@ class BuiltinTrainer:
                 rollout_topk_ids=None if rollout.topk_ids is None else rollout.topk_ids[batch],
                 logits=logits, token_ids=rollout.tokens[batch])
             loss = -aggregate(J, mask[batch], t.loss_agg, norm_len=self.max_new_tokens)
+            if stats is not None:
+                stats.add(logp, rollout.logp[batch], advantages[batch], mask[batch], old_logp[batch], logits,
+                          token_ids=rollout.tokens[batch])
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}")
             self.optimizer.zero_grad(set_to_none=True)
@@ -127,6 +132,8 @@ class BuiltinTrainer:
             self.optimizer.step()
             for key, value in {**obj_metrics, "train/loss": loss.item(), "train/grad_norm": grad_norm.item()}.items():
                 sums[key] = sums.get(key, 0.0) + float(value) / t.mini_batches
+        if stats is not None:
+            self.tracker.log_artifact(stats.save(self.run_dir / "token_stats", self.step + 1), "token_stats")
         elapsed = time.perf_counter() - started
         generated = float(mask.sum())
         return {
