@@ -1,0 +1,147 @@
+"""Building reports: collect the sweep once, build each kind into `<out>/<kind>/` (index.html + summary.md
++ PNGs), write `<out>/index.html` linking them, and log the folder to the sweep's parent run."""
+from __future__ import annotations
+
+import html
+import logging
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from harness.reports.artifacts import log_to_parent
+from harness.reports.data import SweepData
+from harness.reports.locate import Target, from_sweep_dir
+from harness.reports.page import HTML_NAME, MD_NAME, Page
+from harness.reports.registry import get_kind, list_kinds
+
+log = logging.getLogger("harness")
+
+
+@dataclass
+class BuildResult:
+    out_dir: Path
+    pages: Dict[str, Path] = field(default_factory=dict)  # kind -> its index.html
+    skipped: Dict[str, str] = field(default_factory=dict)  # kind -> what data it lacks
+    failed: Dict[str, str] = field(default_factory=dict)  # kind -> error
+    logged_to: Optional[str] = None  # parent run id the reports were logged to
+
+    @property
+    def paths(self) -> List[Path]:
+        return [p for page in self.pages.values() for p in (page, page.with_name(MD_NAME))]
+
+
+def default_out_dir(data: SweepData) -> Path:
+    if data.sweep_dir is not None:
+        return data.sweep_dir / "reports"
+    return Path("reports") / "generated" / (data.sweep_id or "sweep").replace("/", "_")
+
+
+def build_kind(name: str, data: SweepData, out_dir: Path, explicit: bool = False) -> Optional[Path]:
+    """Build one kind into out_dir/name; None if its data is missing and it was not asked for by name
+    (asked for by name, the page is written anyway and says what is missing)."""
+    report = get_kind(name)
+    reason = report.needs(data)
+    if reason and not explicit:
+        return None
+    page = Page(report.title, out_dir / name, data.sweep_id, data.source)
+    if reason:
+        page.missing(f"This sweep cannot show a {name} report: it {reason}.")
+        page.uses([])
+    else:
+        report.build(data, page)
+    return page.write(data.runs)[0]
+
+
+def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_dir: Optional[Path] = None,
+                    log_parent: bool = True) -> BuildResult:
+    """Build `kinds` (default: every kind whose data is present) from collected data."""
+    out = Path(out_dir) if out_dir else default_out_dir(data)
+    result = BuildResult(out)
+    for name in kinds or list_kinds():
+        try:
+            path = build_kind(name, data, out, explicit=kinds is not None)
+        except Exception as err:  # one broken report must not cost the others
+            result.failed[name] = f"{type(err).__name__}: {err}"
+            log.warning("report %s failed: %s\n%s", name, err, traceback.format_exc())
+            continue
+        if path is None:
+            result.skipped[name] = get_kind(name).needs(data) or ""
+        else:
+            result.pages[name] = path
+    _write_index(data, result)
+    parent_id = data.parent.run_id if data.parent else None
+    if log_parent and parent_id and data.tracking_uri and log_to_parent(data.tracking_uri, parent_id, out):
+        result.logged_to = parent_id
+    return result
+
+
+def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history: str = "auto") -> BuildResult:
+    """Collect the target's sweep from MLflow and build its reports (see `build_from_data`)."""
+    from harness.reports.collect import collect
+
+    data = collect(target, history=history)
+    if not data.runs and target.sweep_dir is not None:
+        data = _local_or_empty(data, target)
+    return build_from_data(data, kinds, target.out_dir)
+
+
+def _local_or_empty(data: SweepData, target: Target) -> SweepData:
+    from harness.reports.local import collect_local
+
+    local = collect_local(target.sweep_dir, data.sweep_id)
+    if local.runs:
+        local.notes.append(f"no MLflow runs tagged harness.sweep_id={data.sweep_id} in {data.tracking_uri}; "
+                           "read the job folders instead")
+        local.parent = data.parent
+        local.tracking_uri = data.tracking_uri
+        return local
+    return data
+
+
+def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None) -> List[Path]:
+    """Reports of a finished sweep (the sweep-end callback): every kind whose data is present, written to
+    `<sweep_dir>/reports/<kind>/` and logged to the parent run if there is one. Returns the HTML and
+    Markdown files written. Never raises: problems are logged and the reports that can be built are."""
+    sweep_dir = Path(sweep_dir)
+    try:
+        target = from_sweep_dir(sweep_dir)
+        try:
+            result = build_reports(target, kinds)
+        except Exception as err:  # store unreachable, no such experiment...: fall back to the job folders
+            from harness.reports.local import collect_local
+
+            log.warning("reports: MLflow not readable for %s (%s); using the job folders", sweep_dir, err)
+            data = collect_local(sweep_dir, target.sweep_id or "")
+            data.notes.append(f"MLflow store {target.tracking_uri} not readable ({str(err).splitlines()[0][:160]})")
+            result = build_from_data(data, kinds, target.out_dir, log_parent=False)
+        for name, error in result.failed.items():
+            log.warning("report %s of %s failed: %s", name, sweep_dir, error)
+        return result.paths
+    except Exception as err:
+        log.warning("reports for %s not built: %s\n%s", sweep_dir, err, traceback.format_exc())
+        return []
+
+
+def _write_index(data: SweepData, result: BuildResult) -> None:
+    from harness.reports.page import _template
+
+    lines = [f"# Reports of sweep {data.sweep_id}", "", f"{len(data.runs)} runs; data: {data.source}", ""]
+    items = []
+    for name, page in result.pages.items():
+        rel = page.relative_to(result.out_dir).as_posix()
+        items.append(f'<li><a href="{html.escape(rel)}">{html.escape(get_kind(name).title)}</a> '
+                     f'(<a href="{html.escape(Path(rel).with_name(MD_NAME).as_posix())}">summary</a>)</li>')
+        lines.append(f"- [{get_kind(name).title}]({rel}) ([summary]({Path(rel).with_name(MD_NAME).as_posix()}))")
+    for name, reason in result.skipped.items():
+        items.append(f"<li>{html.escape(name)}: not built — this sweep {html.escape(reason)}</li>")
+        lines.append(f"- {name}: not built — this sweep {reason}")
+    for name, error in result.failed.items():
+        items.append(f"<li>{html.escape(name)}: FAILED — {html.escape(error)}</li>")
+        lines.append(f"- {name}: FAILED — {error}")
+    body = "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
+    meta = f"{len(data.runs)} runs · data: {data.source}"
+    text = _template().replace("{{title}}", html.escape(f"Reports of sweep {data.sweep_id}"))
+    result.out_dir.mkdir(parents=True, exist_ok=True)
+    (result.out_dir / HTML_NAME).write_text(text.replace("{{meta}}", html.escape(meta)).replace("{{body}}", body))
+    (result.out_dir / "README.md").write_text("\n".join(lines) + "\n")

@@ -1,0 +1,77 @@
+"""python -m harness report <sweep-id | sweep folder | parent-run-id> [--kind K ...] [--experiment NAME]
+[--tracking-uri URI] [--out DIR]: build a sweep's reports from what MLflow holds."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+EXIT_BAD_INPUT, EXIT_REPORT_FAILED = 2, 1
+
+
+def _parser(kinds: List[str]) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m harness report",
+        description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to "
+                    "<sweep folder>/reports/<kind>/ and are logged to the sweep's parent run, if any.")
+    p.add_argument("target", nargs="?", help="a sweep folder (multirun/<date>/<time>), a sweep id "
+                   "(<date>/<time>) or an MLflow (parent) run id")
+    p.add_argument("--kind", action="append", default=None, metavar="KIND",
+                   help=f"report kind(s) to build, repeated or comma-separated; default: every kind whose data "
+                        f"the sweep holds. Kinds: {', '.join(kinds)}, all")
+    p.add_argument("--experiment", help="MLflow experiment name (default: the sweep's, else all experiments)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: the sweep's store, else "
+                   "sqlite:///$HARNESS_OUTPUT_ROOT/mlruns.db)")
+    p.add_argument("--out", type=Path, help="output folder (default: <sweep folder>/reports)")
+    p.add_argument("--history", choices=("auto", "sql", "rest", "client"), default="auto",
+                   help="how to read metric histories (auto: one SQL query for sqlite stores, bulk requests for "
+                        "servers; client: one request per run and metric)")
+    p.add_argument("--list", action="store_true", help="list the report kinds and exit")
+    return p
+
+
+def _kinds(values: Optional[List[str]], known: List[str]) -> Optional[List[str]]:
+    if not values:
+        return None
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    if "all" in names:
+        return list(known)
+    for name in names:
+        if name not in known:
+            raise ValueError(f"--kind {name!r} is not a report kind; known: {', '.join(known)}, all")
+    return list(dict.fromkeys(names))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from harness.reports.registry import get_kind, list_kinds
+
+    known = list_kinds()
+    args = _parser(known).parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.list:
+        for name in known:
+            print(f"{name:18s} {get_kind(name).title}")
+        return 0
+    if not args.target:
+        print("harness report: error: give a sweep folder, a sweep id or a parent run id (see --help)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from harness.reports.build import build_reports
+    from harness.reports.locate import TargetError, resolve
+
+    try:
+        kinds = _kinds(args.kind, known)
+        target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
+        result = build_reports(target, kinds, history=args.history)
+    except (TargetError, ValueError) as err:
+        print(f"harness report: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for name, page in result.pages.items():
+        print(f"{name:18s} {page}")
+    for name, reason in result.skipped.items():
+        print(f"{name:18s} skipped: this sweep {reason}")
+    for name, error in result.failed.items():
+        print(f"{name:18s} FAILED: {error}", file=sys.stderr)
+    print(f"index              {result.out_dir / 'index.html'}")
+    if result.logged_to:
+        print(f"logged to parent run {result.logged_to} (artifacts: reports/)")
+    return EXIT_REPORT_FAILED if result.failed else 0

@@ -1,0 +1,170 @@
+"""A report page written twice from the same blocks: HTML (figures as PNG files beside it, relative links,
+no external resources) and a Markdown summary. Both end with the runs they used.
+
+Report kinds only add blocks (`heading`, `text`, `table`, `figure`, ...) and declare `uses(runs)` and
+`missing(...)`; `write()` renders `index.html` and `summary.md` into the page's folder.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from importlib import resources
+from pathlib import Path
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from harness.reports.data import Run, fmt
+
+HTML_NAME, MD_NAME = "index.html", "summary.md"
+
+
+def _template() -> str:
+    return resources.files("harness.reports").joinpath("templates/page.html").read_text(encoding="utf-8")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+class Page:
+    def __init__(self, title: str, out_dir: Path, sweep_id: str = "", source: str = ""):
+        self.title, self.out_dir, self.sweep_id, self.source = title, Path(out_dir), sweep_id, source
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.blocks: List[tuple] = []
+        self.notes: List[str] = []
+        self.runs: Optional[List[Run]] = None
+        self.figures: List[str] = []
+
+    # -- content ------------------------------------------------------------------------------------
+    def heading(self, text: str) -> None:
+        self.blocks.append(("h", text))
+
+    def text(self, text: str, cls: str = "") -> None:
+        """A paragraph; cls: '' | 'verdict' | 'method'."""
+        self.blocks.append(("p", text, cls))
+
+    def bullets(self, items: Sequence[str]) -> None:
+        if items:
+            self.blocks.append(("ul", list(items)))
+
+    def table(self, columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "",
+              sortable: bool = True, row_classes: Optional[Sequence[str]] = None) -> None:
+        """Cells: str, numbers (formatted by `fmt`, sorted numerically) or None (shown as —)."""
+        self.blocks.append(("table", list(columns), [list(r) for r in rows], caption, sortable,
+                            list(row_classes) if row_classes else None))
+
+    def figure(self, fig, name: str, caption: str, tight: bool = False) -> str:
+        """Save a matplotlib figure as `<name>.png` beside the page and show it; returns the file name.
+        tight=True crops to the drawn content (an extra layout pass: slow on large figures); the default
+        keeps the figure's own layout, which `plots.grid` sets with fixed margins."""
+        from harness.reports.plots import close
+
+        filename = f"{name}.png"
+        fig.savefig(self.out_dir / filename, bbox_inches="tight" if tight else None)
+        close(fig)
+        self.figures.append(filename)
+        self.blocks.append(("fig", filename, caption))
+        return filename
+
+    def missing(self, text: str) -> None:
+        """Something the report could not show, said at the top of the page."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def uses(self, runs: Sequence[Run]) -> None:
+        """The runs this report is built from (default: every run of the sweep)."""
+        self.runs = list(runs)
+
+    # -- output -------------------------------------------------------------------------------------
+    def write(self, all_runs: Sequence[Run] = ()) -> List[Path]:
+        runs = self.runs if self.runs is not None else list(all_runs)
+        stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        meta = f"sweep {self.sweep_id} · {len(runs)} runs · generated {stamp}"
+        meta += f" · data: {self.source}" if self.source else ""
+        html_body = self._html_notes() + "".join(self._html(b) for b in self.blocks) + self._html_runs(runs)
+        page = _template().replace("{{title}}", html.escape(self.title)).replace("{{meta}}", html.escape(meta))
+        page = page.replace("{{body}}", html_body)
+        md = [f"# {self.title}", "", f"_{meta}_", ""]
+        if self.notes:
+            md += ["## Missing data", ""] + [f"- {n}" for n in self.notes] + [""]
+        for block in self.blocks:
+            md += self._md(block) + [""]
+        md += ["## Runs used", ""] + self._md_table(["run", "run id", "status"],
+                                                   [[r.label, r.run_id, r.status] for r in runs])
+        (self.out_dir / HTML_NAME).write_text(page, encoding="utf-8")
+        (self.out_dir / MD_NAME).write_text("\n".join(md) + "\n", encoding="utf-8")
+        return [self.out_dir / HTML_NAME, self.out_dir / MD_NAME]
+
+    def _html_notes(self) -> str:
+        if not self.notes:
+            return ""
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return f'<section class="missing"><h2>Missing data</h2><ul>{items}</ul></section>\n'
+
+    def _html(self, block: tuple) -> str:
+        kind = block[0]
+        if kind == "h":
+            return f"<h2>{html.escape(block[1])}</h2>\n"
+        if kind == "p":
+            cls = f' class="{block[2]}"' if block[2] else ""
+            return f"<p{cls}>{html.escape(block[1])}</p>\n"
+        if kind == "ul":
+            return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block[1]) + "</ul>\n"
+        if kind == "fig":
+            src, caption = html.escape(block[1], quote=True), html.escape(block[2])
+            return (f'<figure><img src="{src}" alt="{caption}" loading="eager">'
+                    f"<figcaption>{caption}</figcaption></figure>\n")
+        if kind == "table":
+            return self._html_table(*block[1:])
+        raise ValueError(f"unknown block kind {kind!r}")
+
+    @staticmethod
+    def _html_table(columns, rows, caption, sortable, row_classes) -> str:
+        cls = ' class="sortable"' if sortable else ""
+        out = [f'<div class="scroll"><table{cls}>']
+        out += [f"<caption>{html.escape(caption)}</caption>"] if caption else []
+        out.append("<thead><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in columns) + "</tr></thead><tbody>")
+        for i, row in enumerate(rows):
+            rc = f' class="{html.escape(row_classes[i])}"' if row_classes and row_classes[i] else ""
+            cells = []
+            for value in row:
+                if _is_number(value):
+                    sort = repr(float(value)) if np.isfinite(float(value)) else ""
+                    cells.append(f'<td class="num" data-sort="{sort}">{html.escape(fmt(value))}</td>')
+                else:
+                    cells.append(f"<td>{html.escape(fmt(value))}</td>")
+            out.append(f"<tr{rc}>" + "".join(cells) + "</tr>")
+        out.append("</tbody></table></div>\n")
+        return "".join(out)
+
+    @staticmethod
+    def _html_runs(runs: Sequence[Run]) -> str:
+        rows = "".join(f"<tr class=\"status-{html.escape(r.status)}\"><td>{html.escape(r.label)}</td>"
+                       f"<td><code>{html.escape(r.run_id)}</code></td><td>{html.escape(r.status)}</td></tr>"
+                       for r in runs)
+        return (f"<h2>Runs used</h2><details{' open' if len(runs) <= 12 else ''}><summary>{len(runs)} runs "
+                f"(MLflow run names and ids)</summary><table class=\"sortable\"><thead><tr><th>run</th>"
+                f"<th>run id</th><th>status</th></tr></thead><tbody>{rows}</tbody></table></details>\n")
+
+    def _md(self, block: tuple) -> List[str]:
+        kind = block[0]
+        if kind == "h":
+            return [f"## {block[1]}"]
+        if kind == "p":
+            wrap = {"verdict": "**", "method": "_"}.get(block[2], "")
+            return [f"{wrap}{block[1]}{wrap}"]
+        if kind == "ul":
+            return [f"- {i}" for i in block[1]]
+        if kind == "fig":
+            return [f"![{block[2]}]({block[1]})"]
+        if kind == "table":
+            return ([f"_{block[3]}_", ""] if block[3] else []) + self._md_table(block[1], block[2])
+        raise ValueError(f"unknown block kind {kind!r}")
+
+    @staticmethod
+    def _md_table(columns, rows) -> List[str]:
+        def cell(v):
+            return fmt(v).replace("|", "\\|").replace("\n", " ")
+        lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+        return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

@@ -1,0 +1,37 @@
+"""Report kinds: name -> builder. A new report = one module `harness/reports/kinds/<name>.py` defining
+`REPORT = ReportKind(...)` + its name in `KINDS` (the order pages are built and listed in)."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from harness.reports.data import SweepData
+from harness.reports.page import Page
+
+KINDS = ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry")
+
+
+@dataclass(frozen=True)
+class ReportKind:
+    """name: registry key = module name = output folder. needs(data): None if the sweep holds what the
+    report is about, else one line saying what is missing. build(data, page): adds the page's content."""
+
+    name: str
+    title: str
+    needs: Callable[[SweepData], Optional[str]]
+    build: Callable[[SweepData, Page], None]
+
+
+def list_kinds() -> List[str]:
+    return list(KINDS)
+
+
+def get_kind(name: str) -> ReportKind:
+    """The registered report kind `name`; ValueError listing the known kinds if there is none."""
+    if name not in KINDS:
+        raise ValueError(f"unknown report kind {name!r}; known: {', '.join(KINDS)}")
+    report = importlib.import_module(f"harness.reports.kinds.{name}").REPORT
+    if report.name != name:
+        raise ValueError(f"harness/reports/kinds/{name}.py registers {report.name!r}; it must register {name!r}")
+    return report

@@ -1,0 +1,65 @@
+"""Per-run key numbers every report shares: final/best eval accuracy, collapse, last step, and how runs
+group into variants (objective + the sweep axes other than the ones a report compares)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from harness.reports.collapse import Collapse, detect_collapse
+from harness.reports.data import Run, SweepData, fmt
+
+EVAL = "eval/accuracy"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    final_acc: Optional[float]  # last eval accuracy of a FINISHED run (None otherwise)
+    best_acc: Optional[float]  # best eval accuracy logged (any status)
+    last_acc: Optional[float]  # last eval accuracy logged (any status)
+    collapse: Optional[Collapse]
+    last_step: Optional[int]
+
+
+def summarize(data: SweepData, run: Run) -> RunSummary:
+    cache = data.cache.setdefault("summaries", {})
+    if run.run_id not in cache:
+        last = data.last(run, EVAL)
+        collapse = detect_collapse(eval_acc=data.curve(run, EVAL), train_acc=data.curve(run, "train/accuracy"),
+                                   loss=data.curve(run, "train/loss"), status=run.status, error=run.error)
+        cache[run.run_id] = RunSummary(last if run.status == "FINISHED" else None, data.best(run, EVAL), last,
+                                       collapse, data.last_step(run))
+    return cache[run.run_id]
+
+
+def short_key(key: str) -> str:
+    return key.split(".", 1)[1] if key.startswith("algo.") else key
+
+
+def variants(data: SweepData, runs: Sequence[Run], compare: Sequence[str]) -> Dict[Tuple[str, str], List[Run]]:
+    """Group runs by objective and every other sweep axis except `compare` (and seeds).
+
+    Returns {(objective, label): runs}; label is e.g. 'dppo' or 'dppo · precision=bf16'. The axes are
+    found per objective, so a parameter only one objective has (dppo's divergence) does not split others.
+    """
+    out: Dict[Tuple[str, str], List[Run]] = {}
+    by_objective: Dict[str, List[Run]] = {}
+    for run in runs:
+        by_objective.setdefault(run.objective, []).append(run)
+    for objective, members in by_objective.items():
+        axes = [k for k in data.factors(members, exclude=list(compare) + ["algo.name"])]
+        for run in members:
+            parts = [f"{short_key(k).replace('precision.name', 'precision')}={fmt(run.param(k))}" for k in axes]
+            out.setdefault((objective, " · ".join([objective] + parts)), []).append(run)
+    return dict(sorted(out.items()))
+
+
+def window_mean(values: np.ndarray, first: bool, frac: float = 0.1) -> Optional[float]:
+    """Mean of the first (or last) `frac` of a history (at least one point); None if empty."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return None
+    k = max(1, int(round(len(v) * frac)))
+    return float(v[:k].mean() if first else v[-k:].mean())

@@ -1,0 +1,134 @@
+"""Every report kind built from real tiny sweeps, and from synthetic stores with missing data."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from report_pages import check_page
+
+from harness.reports.cli import main
+from harness.reports.synthetic import FakeRun, write_sweep
+
+EXPECTED = {"delta": {"overview", "sensitivity", "stability", "geometry"},
+            "alpha": {"overview", "alpha_relaxation", "anchor_ablation", "stability", "geometry"}}
+
+
+def _run_ids(sweep_dir):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{sweep_dir.parents[2] / 'mlruns.db'}")  # <root>/multirun/<date>/<time>
+    sweep_id = "/".join(sweep_dir.parts[-2:])
+    return {r.info.run_id for r in client.search_runs(
+        [e.experiment_id for e in client.search_experiments()], f"tags.`harness.sweep_id` = '{sweep_id}'")}
+
+
+@pytest.mark.parametrize("sweep", sorted(EXPECTED))
+def test_real_sweep_builds_its_kinds(sweeps, built, sweep):
+    folder = sweeps[sweep] / "reports"
+    pages = {p.parent.name for p in built[sweep] if p.name == "index.html"}
+    assert pages == EXPECTED[sweep]
+    assert {p.name for p in built[sweep]} == {"index.html", "summary.md"}
+    ids = _run_ids(sweeps[sweep])
+    assert len(ids) == 8
+    for kind in pages:
+        images = check_page(folder / kind / "index.html")
+        assert images, f"{kind} has no figure"
+        md = (folder / kind / "summary.md").read_text()
+        assert sum(run_id in md for run_id in ids) >= 4, f"{kind} does not list its runs"
+    index = (folder / "index.html").read_text()
+    assert all(f'href="{kind}/index.html"' in index for kind in pages)
+    assert "not built" in (folder / "README.md").read_text()
+
+
+def test_sensitivity_states_method_and_verdict(sweeps, built):
+    md = (sweeps["delta"] / "reports" / "sensitivity" / "summary.md").read_text()
+    assert "Student-t interval" in md and "t(0.975, n−1)" in md
+    assert "**dppo: " in md and "**drpo: " in md
+    assert "| dppo | δ | 0.1 | 2 |" in md and "| drpo | δ | 0.2 | 2 |" in md
+
+
+def test_geometry_contrasts_the_sweep_with_the_library_default(sweeps, built):
+    md = (sweeps["delta"] / "reports" / "geometry" / "summary.md").read_text()
+    assert "drpo δ=12.5 (library default)" in md and "dppo δ=0.15 (library default)" in md
+    assert "drpo δ=0.1" in md and "weight_drpo.png" in md
+
+
+def test_alpha_anchor_and_precision_pages(sweeps, built):
+    reports = sweeps["alpha"] / "reports"
+    alpha = (reports / "alpha_relaxation" / "summary.md").read_text()
+    assert "| grpo · anchor=rollout · precision=fp32 | 0.3 | both | 1 |" in alpha
+    assert "clipped_token_histograms.png" in alpha  # the built-in trainer saves token_stats/ at eval steps
+    anchor = (reports / "anchor_ablation" / "summary.md").read_text()
+    assert "rollout" in anchor and "recompute" in anchor and "mismatch" in anchor
+    stability = (reports / "stability" / "summary.md").read_text()
+    assert "| grpo | bf16 |" in stability and "| grpo | fp32 |" in stability and "Collapse rule" in stability
+
+
+def test_cli_by_sweep_id_through_the_harness_cli(sweeps, tmp_path, monkeypatch):
+    """`python -m harness report <sweep id>` (the harness CLI's routing, in-process), run from elsewhere."""
+    from harness.cli import run_cli
+
+    monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(sweeps["delta"].parents[2]))
+    monkeypatch.chdir(tmp_path)
+    sweep_id = "/".join(sweeps["delta"].parts[-2:])
+    assert run_cli(["report", sweep_id, "--kind", "overview", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "overview" / "index.html").is_file()
+    assert not (tmp_path / "out" / "sensitivity").exists()
+
+
+def test_missing_data_is_said_not_fatal(shared_store, tmp_path, capsys):
+    """FAILED and RUNNING runs, one seed: every kind is still built and says what is missing."""
+    uri, _ = shared_store
+    folder = tmp_path
+    runs = [FakeRun("drpo", {"delta": 0.1}, seed=0), FakeRun("drpo", {"delta": 0.2}, seed=0),
+            FakeRun("drpo", {"delta": 0.2}, seed=1, status="FAILED", stop_at=8,
+                    error="Traceback (most recent call last):\nFloatingPointError: non-finite loss nan at step 9"),
+            FakeRun("dppo", {"delta": 0.1}, seed=0, status="RUNNING", stop_at=5),
+            FakeRun("dppo", {"delta": 0.2}, seed=0, collapse_at=10)]
+    write_sweep(uri, runs, "2026-05-05/00-00-00-000000", steps=20, eval_every=2)
+    out = folder / "reports"
+    code = main(["2026-05-05/00-00-00-000000", "--tracking-uri", uri, "--out", str(out), "--kind", "all"])
+    assert code == 0, capsys.readouterr().err
+    sens = (out / "sensitivity" / "summary.md").read_text()
+    assert "one finished seed — no confidence interval" in sens and "not finished" in sens
+    assert "one seed per value, so it cannot be compared with seed noise" in sens
+    overview = (out / "overview" / "summary.md").read_text()
+    assert "FloatingPointError: non-finite loss nan at step 9" in overview and "RUNNING" in overview
+    stability = (out / "stability" / "summary.md").read_text()
+    assert "still running" in stability and "| 9 |" in stability  # the FAILED run collapsed at step 9
+    assert "| 10 |" in stability  # the generated collapse
+    anchor = (out / "anchor_ablation" / "summary.md").read_text()
+    assert "cannot show a anchor_ablation report" in anchor  # asked for by name: a page saying why
+    for kind in ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry"):
+        check_page(out / kind / "index.html")
+
+
+def test_token_stats_give_histograms_and_reports_go_to_the_parent_run(shared_store, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    uri, _ = shared_store
+    folder = tmp_path
+    rng = np.random.default_rng(0)
+
+    def stats():
+        return {step: {"nu": rng.random(200), "masked": (rng.random(200) < 0.3).astype(np.int8),
+                       "entropy": rng.random(200) * 2} for step in (5, 10)}
+
+    runs = [FakeRun("grpo", {"relax_alpha": a}, seed=0, token_stats=stats()) for a in (0.0, 0.2)]
+    runs.append(FakeRun("grpo", {"relax_alpha": 0.2, "relax": "high"}, seed=0))
+    out = write_sweep(uri, runs, "2026-06-06/00-00-00-000000", parent=True)
+    argv = [out["parent_id"], "--tracking-uri", uri, "--out", str(folder / "r"), "--kind", "alpha_relaxation"]
+    assert main(argv) == 0
+    images = check_page(folder / "r" / "alpha_relaxation" / "index.html")
+    assert "clipped_token_histograms.png" in images
+    md = (folder / "r" / "alpha_relaxation" / "summary.md").read_text()
+    assert "1 of 3 runs have no token stats" in md
+    logged = {f.path for f in MlflowClient(uri).list_artifacts(out["parent_id"], "reports/alpha_relaxation")}
+    assert "reports/alpha_relaxation/index.html" in logged and "reports/alpha_relaxation/summary.md" in logged
+
+
+def test_cli_errors_are_one_line(capsys):
+    assert main(["x", "--kind", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "'nope' is not a report kind; known: overview, sensitivity" in err
+    assert main([]) == 2
+    assert main(["--list"]) == 0 and "geometry" in capsys.readouterr().out

@@ -1,0 +1,94 @@
+"""Golden numbers for the statistics module, on plain lists and through a synthetic MLflow store."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.reports.stats import (bootstrap_interval, mean_curve, pooled_std, t_cdf, t_interval,
+                                   t_quantile)
+
+# Student-t 97.5% quantiles (two-sided 95%), as printed in every t table / scipy.stats.t.ppf.
+T975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977934,
+        9: 2.2621571628540993, 29: 2.045229642132703, 1000: 1.9623390808264078}
+
+
+@pytest.mark.parametrize("df,expected", sorted(T975.items()))
+def test_t_quantile_golden(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, rel=1e-9)
+    assert t_quantile(0.025, df) == pytest.approx(-expected, rel=1e-9)
+    assert t_cdf(expected, df) == pytest.approx(0.975, abs=1e-10)
+
+
+def test_t_quantile_matches_scipy_everywhere():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 2, 5, 17, 60, 250):
+        for p in (0.6, 0.9, 0.95, 0.99, 0.999):
+            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-8)
+
+
+def test_t_quantile_refuses_bad_input():
+    with pytest.raises(ValueError, match="0 < p < 1"):
+        t_quantile(1.0, 3)
+
+
+def test_t_interval_golden():
+    ci = t_interval([0.5, 0.6, 0.7])
+    assert (ci.mean, ci.n) == (pytest.approx(0.6), 3)
+    assert ci.std == pytest.approx(0.1)
+    half = 4.302652729911275 * 0.1 / math.sqrt(3)  # 0.248414...
+    assert ci.low == pytest.approx(0.6 - half, abs=1e-9) and ci.high == pytest.approx(0.6 + half, abs=1e-9)
+    assert ci.half_width == pytest.approx(0.24841377118, abs=1e-9)
+
+
+def test_t_interval_one_seed_has_no_interval_and_drops_non_finite():
+    ci = t_interval([0.4, float("nan"), None])
+    assert (ci.mean, ci.low, ci.high, ci.n) == (0.4, None, None, 1)
+    assert t_interval([]).n == 0
+
+
+def test_bootstrap_golden():
+    ci = bootstrap_interval([0.5, 0.6, 0.7, 0.9], n_boot=10000, seed=0)
+    assert ci.mean == pytest.approx(0.675)
+    assert (ci.low, ci.high) == (pytest.approx(0.55), pytest.approx(0.825))  # percentile, default_rng(0)
+    assert bootstrap_interval([0.3]).low is None
+
+
+def test_mean_curve_aligns_steps_and_bands_only_with_two_runs():
+    steps, mean, low, high, n = mean_curve([(np.array([0, 1, 2]), np.array([1.0, 2.0, 3.0])),
+                                            (np.array([0, 2]), np.array([3.0, 5.0]))])
+    assert steps.tolist() == [0, 1, 2] and n.tolist() == [2, 1, 2]
+    assert mean.tolist() == [2.0, 2.0, 4.0]
+    assert np.isnan(low[1]) and high[0] == pytest.approx(2.0 + 12.706204736174698 * math.sqrt(2) / math.sqrt(2))
+
+
+def test_pooled_std_golden():
+    std, dof = pooled_std({0.1: [0.5, 0.7], 0.2: [0.2, 0.4, 0.6], 0.3: [0.9]})
+    assert dof == 3 and std == pytest.approx(math.sqrt((0.02 + 0.08) / 3))
+    assert pooled_std({0.1: [0.5]}) == (None, 0)
+
+
+def test_sensitivity_numbers_from_a_synthetic_mlflow_store(shared_store):
+    """Final accuracies written through MlflowClient come back as the golden mean and t-interval."""
+    from harness.reports.collect import collect
+    from harness.reports.locate import Target
+    from harness.reports.summary import summarize
+    from harness.reports.synthetic import FakeRun, write_sweep
+    from harness.reports.thresholds import threshold
+
+    uri, _ = shared_store
+    finals = {0.1: [0.5, 0.6, 0.7], 0.2: [0.8, 0.9]}
+    runs = [FakeRun("drpo", {"delta": d}, seed=s, metrics={"eval/accuracy": ([0, 10], [0.0, acc])})
+            for d, accs in finals.items() for s, acc in enumerate(accs)]
+    write_sweep(uri, runs, "2026-03-03/00-00-00-000000")
+    data = collect(Target("2026-03-03/00-00-00-000000", uri, [], []))
+    by_delta = {}
+    for run in data.runs:
+        by_delta.setdefault(threshold(run)[2], []).append(summarize(data, run).final_acc)
+    ci = t_interval(by_delta[0.1])
+    assert (ci.mean, ci.low, ci.high) == (pytest.approx(0.6), pytest.approx(0.351586228825, abs=1e-9),
+                                          pytest.approx(0.848413771175, abs=1e-9))
+    ci = t_interval(by_delta[0.2])  # n = 2: t = 12.706, s = 0.0707
+    assert ci.half_width == pytest.approx(12.706204736174698 * 0.05, abs=1e-9)
+    assert pooled_std(by_delta)[0] == pytest.approx(math.sqrt((0.02 + 0.005) / 3))
