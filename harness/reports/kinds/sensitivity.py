@@ -118,10 +118,22 @@ def _accuracy_vs_threshold(data: SweepData, page: Page, groups: Dict) -> None:
         log = plots.log_x_if_wide(ax, values_seen)
         what = "final" if which == "final_acc" else "best"
         plots.finish(ax, f"{what.capitalize()} eval accuracy vs threshold",
-                     "threshold δ (ε for SPO)" + (", log scale" if log else ""),
+                     _axis_label(groups) + (", log scale" if log else ""),
                      f"{what} eval accuracy (fraction correct)")
     page.figure(fig, "accuracy_vs_threshold", "Mean over finished seeds with 95% Student-t error bars; hollow "
                 "markers: one seed (no interval). Colour = objective.")
+
+
+def _axis_label(groups: Dict) -> str:
+    """'threshold δ', or e.g. 'threshold: δ (dppo, drpo), ε (spo)' when objectives name it differently."""
+    by_symbol: Dict[str, List[str]] = {}
+    for (objective, _), members in groups.items():
+        names = by_symbol.setdefault(threshold(members[0])[1], [])
+        if objective not in names:
+            names.append(objective)
+    if len(by_symbol) == 1:
+        return f"threshold {next(iter(by_symbol))}"
+    return "threshold: " + ", ".join(f"{sym} ({', '.join(objs)})" for sym, objs in by_symbol.items())
 
 
 def _curves(data: SweepData, page: Page, groups: Dict) -> None:
