@@ -76,6 +76,8 @@ def run_job(cfg: DictConfig) -> JobResult:
     if twin:
         print(f"run {name}: SKIPPED, an identical config already FINISHED as mlflow run {twin} "
               f"(--force reruns it)", flush=True)
+        run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
+        (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
         RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
         return RESULTS[-1]
     run_dir.mkdir(parents=True, exist_ok=True)
