@@ -26,9 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.reports.build import build_from_data  # noqa: E402
+from harness.reports.build import build_from_data, build_kind  # noqa: E402
 from harness.reports.collect import collect  # noqa: E402
 from harness.reports.locate import Target  # noqa: E402
+from harness.reports.registry import list_kinds  # noqa: E402
 from harness.reports.synthetic import FakeRun, STEP_METRICS, write_sweep  # noqa: E402
 
 SWEEP_ID = "2026-01-01/00-00-00-000000"
@@ -66,20 +67,25 @@ def main(argv=None) -> int:
         build_s = time.perf_counter() - started
         target = Target(SWEEP_ID, uri, [], [], out_dir=Path(tmp) / "reports")
         collect(target)  # warm-up: imports, SQLAlchemy engine, page cache
-        bulk, naive = [], []
+        bulk, naive, bulk_cpu = [], [], []
         for _ in range(reps):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             data = collect(target)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             slow = collect(target, history="client")
             t2 = time.perf_counter()
-            bulk.append(t1 - t0), naive.append(t2 - t1)
+            bulk.append(t1 - t0), naive.append(t2 - t1), bulk_cpu.append(c1 - c0)
         if not same(data.series, slow.series):
             print("ERROR: bulk and naive collectors disagree", file=sys.stderr)
             return 1
-        t0 = time.perf_counter()
-        result = build_from_data(data, None, target.out_dir, log_parent=False)
-        report_s = time.perf_counter() - t0
+        per_kind = {}
+        t0, c0 = time.perf_counter(), time.process_time()
+        for kind in list_kinds():  # as build_from_data does, timed one by one
+            k0 = time.perf_counter()
+            build_kind(kind, data, target.out_dir)
+            per_kind[kind] = round(time.perf_counter() - k0, 2)
+        report_s, report_cpu = time.perf_counter() - t0, time.process_time() - c0
+        result = build_from_data(data, None, target.out_dir, log_parent=False)  # the pages + index, again
         t0 = time.perf_counter()  # the same from a fresh process: imports, MLflow store, collect, reports
         cli = subprocess.run([sys.executable, "-m", "harness", "report", SWEEP_ID, "--tracking-uri", uri,
                               "--out", str(Path(tmp) / "cli")], capture_output=True, text=True)
@@ -93,9 +99,12 @@ def main(argv=None) -> int:
         "store_build_s": round(build_s, 2), "reps": reps,
         "bulk_collect_s": round(statistics.median(bulk), 3), "naive_collect_s": round(statistics.median(naive), 3),
         "naive_over_bulk": round(statistics.median(n / b for n, b in zip(naive, bulk)), 1),
-        "reports_s": round(report_s, 2), "reports_built": sorted(result.pages), "reports_failed": result.failed,
+        "reports_s": round(report_s, 2), "reports_per_kind_s": per_kind, "reports_built": sorted(result.pages),
+        "reports_failed": result.failed, "bulk_collect_cpu_s": round(statistics.median(bulk_cpu), 3),
+        "reports_cpu_s": round(report_cpu, 2),
     }
     figures["collect_plus_reports_s"] = round(figures["bulk_collect_s"] + report_s, 2)
+    figures["collect_plus_reports_cpu_s"] = round(figures["bulk_collect_cpu_s"] + report_cpu, 2)
     figures["cli_wall_s"] = round(cli_s, 2)
     figures["target_s"] = TARGET_SECONDS
     figures["within_target"] = figures["collect_plus_reports_s"] <= TARGET_SECONDS
@@ -105,9 +114,10 @@ def main(argv=None) -> int:
     print(f"{'bulk':<10} {figures['bulk_collect_s']:>9.3f}   search_runs + 1 SQL query")
     print(f"{'naive':<10} {figures['naive_collect_s']:>9.3f}   search_runs + get_metric_history per run×metric")
     print(f"naive / bulk = {figures['naive_over_bulk']}x")
-    print(f"reports ({', '.join(figures['reports_built'])}): {report_s:.2f} s; collect + reports = "
-          f"{figures['collect_plus_reports_s']:.2f} s (target <= {TARGET_SECONDS:g} s: "
-          f"{'met' if figures['within_target'] else 'MISSED'})")
+    print("reports: " + ", ".join(f"{k} {v:.2f} s" for k, v in per_kind.items()) + f" = {report_s:.2f} s")
+    print(f"collect + reports = {figures['collect_plus_reports_s']:.2f} s wall, "
+          f"{figures['collect_plus_reports_cpu_s']:.2f} s CPU of this process (target <= {TARGET_SECONDS:g} s wall: "
+          f"{'met' if figures['within_target'] else 'MISSED'}; on a shared machine wall > CPU)")
     print(f"python -m harness report (fresh process, all of it): {cli_s:.2f} s")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")

@@ -61,7 +61,7 @@ class Page:
         from harness.reports.plots import close
 
         filename = f"{name}.png"
-        fig.savefig(self.out_dir / filename, bbox_inches="tight" if tight else None)
+        fig.savefig(self.out_dir / filename, bbox_inches="tight" if tight else None, pil_kwargs={"compress_level": 3})
         close(fig)
         self.figures.append(filename)
         self.blocks.append(("fig", filename, caption))

@@ -16,6 +16,7 @@ from harness.reports.thresholds import SYMBOLS, default_threshold, objective_par
 GRID = np.linspace(0.005, 1.0, 160)  # probabilities, both axes
 VMIN, VCENTER, VMAX = -1.0, 1.0, 3.0  # colour range of the weight (clipped beyond; 1 = plain policy gradient)
 ZERO_LEVEL = 1e-9
+GAP = 0.12  # between heatmap panels, in units of a panel
 MAX_SETTINGS = 5  # parameter settings (rows) drawn per objective
 NOT_GEOMETRY = ("anchor", "is_cap")  # the grid is drawn with ν given: anchor/IS weight do not change its shape
 
@@ -70,31 +71,33 @@ def build(data: SweepData, page: Page) -> None:
     for objective, entries in _settings(used).items():
         if len(entries) > MAX_SETTINGS:  # keep the sweep's extremes and the default
             entries = entries[:MAX_SETTINGS - 2] + entries[-2:]
-        fig, axes = _panels(len(entries))
+        fig, ax = _mosaic(len(entries))
         image = None
         for i, (params, label) in enumerate(entries):
             for j, sign in enumerate((1.0, -1.0)):
-                ax = axes[i][j]
+                x0, y0 = j * (1 + GAP), (len(entries) - 1 - i) * (1 + GAP)
                 try:
                     weight = _grid(gradient_weight_grid, objective, sign, params)
                 except Exception as err:  # a parameter set the library refuses: say so on the panel
                     page.missing(f"{label}: weight grid not computable ({err}).")
-                    ax.text(0.5, 0.5, "not computable", ha="center", va="center", transform=ax.transAxes)
+                    ax.text(x0 + 0.5, y0 + 0.5, "not computable", ha="center", va="center")
                     continue
-                image = _heatmap(ax, weight)
+                image = _heatmap(ax, weight, x0, y0)
                 finite = weight[np.isfinite(weight)]
                 rows.append([label, "A>0" if sign > 0 else "A<0", float(np.mean(np.abs(weight) < 1e-12)),
                              float(np.mean(weight < -1e-12)), float(finite.min()) if len(finite) else None,
                              float(finite.max()) if len(finite) else None])
-            axes[i][0].set_ylabel(f"{label.replace(' (library default)', chr(10) + '(library default)')}\n"
-                                  "current probability π")
-        axes[0][0].set_title("advantage A > 0")
-        axes[0][1].set_title("advantage A < 0")
-        for ax in axes[-1]:
-            ax.set_xlabel("anchor probability ν")
+            ax.annotate(label.replace(" (library default)", "\n(library default)") + "\ncurrent probability π",
+                        xy=(0, (len(entries) - 1 - i) * (1 + GAP) + 0.5), xycoords=("axes fraction", "data"),
+                        xytext=(-46, 0), textcoords="offset points", rotation=90, ha="center", va="center")
+        top = len(entries) + (len(entries) - 1) * GAP
+        for j, title in enumerate(("advantage A > 0", "advantage A < 0")):
+            ax.text(j * (1 + GAP) + 0.5, top + 0.04, title, ha="center", va="bottom", fontsize=10)
+            ax.annotate("anchor probability ν", xy=(j * (1 + GAP) + 0.5, 0), xycoords=("data", "axes fraction"),
+                        xytext=(0, -16), textcoords="offset points", ha="center", va="top")
         if image is not None:
-            box = fig.subplotpars
-            cax = fig.add_axes((0.86, box.bottom + 0.1 * (box.top - box.bottom), 0.025, 0.8 * (box.top - box.bottom)))
+            box = ax.get_position()
+            cax = fig.add_axes((0.86, box.y0 + 0.1 * box.height, 0.025, 0.8 * box.height))
             fig.colorbar(image, cax=cax, extend="both", label="gradient weight G/(r·A) (dimensionless)")
         fig.suptitle(f"{objective}: gradient weight over (ν, π)", x=0.5, y=1 - 0.12 / fig.get_figheight())
         page.figure(fig, f"weight_{objective}", f"{objective}: gradient weight over (ν, π), A > 0 (left) and A < 0 "
@@ -118,28 +121,39 @@ def _grid(function, objective: str, sign: float, params: Dict[str, Any]) -> np.n
         torch.set_num_threads(threads)
 
 
-def _panels(n_rows: int):
-    """rows × 2 heatmap panels with shared axes and a fixed layout (no constrained-layout solve: fast)."""
+def _mosaic(n_rows: int):
+    """One axes holding n_rows × 2 heatmap panels side by side (panel = unit square, GAP between them):
+    a figure of 2n separate axes spends most of its time building ticks, this one a handful."""
     from harness.reports.plots import plt  # Agg backend
 
     height = 2.5 * n_rows + 1.1
-    fig, axes = plt.subplots(n_rows, 2, figsize=(7.0, height), sharex=True, sharey=True, squeeze=False)
-    fig.subplots_adjust(left=0.17, right=0.82, bottom=0.7 / height, top=1 - 0.7 / height, wspace=0.12, hspace=0.1)
-    return fig, [list(row) for row in axes]
+    fig = plt.figure(figsize=(7.0, height))
+    ax = fig.add_axes((0.18, 0.7 / height, 0.64, 1 - 1.45 / height))
+    ax.set_xlim(-0.02, 2 + GAP + 0.02)
+    ax.set_ylim(-0.02, n_rows + (n_rows - 1) * GAP + 0.02)
+    ticks = [0.0, 0.5, 1.0]
+    ax.set_xticks([k * (1 + GAP) + t for k in range(2) for t in ticks], [f"{t:g}" for _ in range(2) for t in ticks])
+    ax.set_yticks([k * (1 + GAP) + t for k in range(n_rows) for t in ticks],
+                  [f"{t:g}" for _ in range(n_rows) for t in ticks])
+    ax.grid(False)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    return fig, ax
 
 
-def _heatmap(ax, weight: np.ndarray):
+def _heatmap(ax, weight: np.ndarray, x0: float, y0: float):
+    """The weight on the unit square at (x0, y0): x = ν, y = π; the black line is weight 0."""
     from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Rectangle
 
-    shown = np.clip(np.where(np.isfinite(weight), weight, VMAX), VMIN, VMAX).T  # rows = π, columns = ν
-    image = ax.imshow(shown, origin="lower", extent=(GRID[0], 1, GRID[0], 1), aspect="auto", cmap="RdBu_r",
-                      norm=TwoSlopeNorm(vmin=VMIN, vcenter=VCENTER, vmax=VMAX), interpolation="nearest")
-    field = np.where(np.isfinite(weight), weight, VMAX).T
+    field = np.where(np.isfinite(weight), weight, VMAX).T  # rows = π, columns = ν
+    image = ax.imshow(np.clip(field, VMIN, VMAX), origin="lower", extent=(x0 + GRID[0], x0 + 1, y0 + GRID[0], y0 + 1),
+                      aspect="auto", cmap="RdBu_r", norm=TwoSlopeNorm(vmin=VMIN, vcenter=VCENTER, vmax=VMAX),
+                      interpolation="nearest")
     if field.min() < ZERO_LEVEL < field.max():  # just above 0: a mask's edge, or a smooth weight's zero crossing
-        ax.contour(GRID, GRID, field, levels=[ZERO_LEVEL], colors="black", linewidths=0.8)
-    ax.plot([0, 1], [0, 1], color="#444", linewidth=0.6, linestyle=":")
-    ax.set_xlim(0, 1), ax.set_ylim(0, 1), ax.grid(False)
-    ax.set_xticks([0, 0.5, 1]), ax.set_yticks([0, 0.5, 1])
+        ax.contour(GRID + x0, GRID + y0, field, levels=[ZERO_LEVEL], colors="black", linewidths=0.8)
+    ax.plot([x0, x0 + 1], [y0, y0 + 1], color="#444", linewidth=0.6, linestyle=":")
+    ax.add_patch(Rectangle((x0, y0), 1, 1, fill=False, linewidth=0.8, edgecolor="black"))
     return image
 
 
