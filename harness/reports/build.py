@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 
 from harness.reports.artifacts import log_to_parent
 from harness.reports.data import SweepData
-from harness.reports.locate import Target, from_sweep_dir
+from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.registry import get_kind, list_kinds
 
@@ -45,6 +45,8 @@ def build_kind(name: str, data: SweepData, out_dir: Path, explicit: bool = False
     if reason and not explicit:
         return None
     page = Page(report.title, out_dir / name, data.sweep_id, data.source)
+    for note in data.notes:  # what the collector could not read concerns every page
+        page.missing(note)
     if reason:
         page.missing(f"This sweep cannot show a {name} report: it {reason}.")
         page.uses([])
@@ -58,7 +60,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     """Build `kinds` (default: every kind whose data is present) from collected data."""
     out = Path(out_dir) if out_dir else default_out_dir(data)
     result = BuildResult(out)
-    for name in kinds or list_kinds():
+    for name in list_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
         except Exception as err:  # one broken report must not cost the others
@@ -80,9 +82,17 @@ def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history
     """Collect the target's sweep from MLflow and build its reports (see `build_from_data`)."""
     from harness.reports.collect import collect
 
-    data = collect(target, history=history)
-    if not data.runs and target.sweep_dir is not None:
-        data = _local_or_empty(data, target)
+    if target.tracking_uri is None:  # tracking=none: the job folders are all there is
+        if target.sweep_dir is None:
+            raise TargetError("no tracking store is known for this target; pass --tracking-uri")
+        from harness.reports.local import collect_local
+
+        data = collect_local(target.sweep_dir, target.sweep_id or "")
+        data.notes.append("the sweep was not tracked in MLflow (tracking=none): read from its job folders")
+    else:
+        data = collect(target, history=history)
+        if not data.runs and target.sweep_dir is not None:
+            data = _local_or_empty(data, target)
     return build_from_data(data, kinds, target.out_dir)
 
 
@@ -100,9 +110,10 @@ def _local_or_empty(data: SweepData, target: Target) -> SweepData:
 
 
 def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None) -> List[Path]:
-    """Reports of a finished sweep (the sweep-end callback): every kind whose data is present, written to
-    `<sweep_dir>/reports/<kind>/` and logged to the parent run if there is one. Returns the HTML and
-    Markdown files written. Never raises: problems are logged and the reports that can be built are."""
+    """Reports of a finished sweep (the sweep-end callback): `kinds` (as a named sweep lists them), default
+    every kind whose data is present, written to `<sweep_dir>/reports/<kind>/` and logged to the parent run
+    if there is one. Returns the HTML and Markdown files written. Never raises: problems are logged and
+    the reports that can be built are."""
     sweep_dir = Path(sweep_dir)
     try:
         target = from_sweep_dir(sweep_dir)

@@ -19,7 +19,8 @@ def _parser(kinds: List[str]) -> argparse.ArgumentParser:
                    "(<date>/<time>) or an MLflow (parent) run id")
     p.add_argument("--kind", action="append", default=None, metavar="KIND",
                    help=f"report kind(s) to build, repeated or comma-separated; default: every kind whose data "
-                        f"the sweep holds. Kinds: {', '.join(kinds)}, all")
+                        f"the sweep holds (a kind asked for by name whose data is missing gets a page saying "
+                        f"what is missing). Kinds: {', '.join(kinds)}, all")
     p.add_argument("--experiment", help="MLflow experiment name (default: the sweep's, else all experiments)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: the sweep's store, else "
                    "sqlite:///$HARNESS_OUTPUT_ROOT/mlruns.db)")

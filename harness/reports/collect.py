@@ -67,6 +67,9 @@ def collect(target: Target, history: str = "auto", prefixes: Sequence[str] = MET
     (run, metric), the naive baseline)."""
     from mlflow.tracking import MlflowClient
 
+    db = sqlite_path(target.tracking_uri)
+    if db is not None and not db.is_file():  # MlflowClient would create an empty store there
+        raise TargetError(f"no MLflow store at {db}")
     client = MlflowClient(tracking_uri=target.tracking_uri)
     found = search_sweep_runs(client, experiment_ids(client, target), target)
     runs, parent = [], None

@@ -91,6 +91,10 @@ def test_bad_targets_say_what_is_allowed(tmp_path, monkeypatch, shared_store):
         resolve("no-such-thing")
     with pytest.raises(TargetError, match="no MLflow store"):
         resolve(SWEEP)
+    missing = tmp_path / "nowhere" / "mlruns.db"
+    with pytest.raises(TargetError, match="no MLflow store at"):
+        collect(Target(SWEEP, f"sqlite:///{missing}", [], []))
+    assert not missing.exists()  # looking did not create a store
     uri, _ = shared_store
     write_sweep(uri, [FakeRun()], SWEEP[:-1] + "3")
     with pytest.raises(TargetError, match="experiment .nope. not found.*known: Default, harness"):
@@ -115,6 +119,7 @@ def test_job_folders_are_read_when_mlflow_has_nothing(tmp_path):
     assert sweep / "reports" / "overview" / "index.html" in paths
     page = (sweep / "reports" / "overview" / "summary.md").read_text()
     assert "ValueError: boom" in page and "algo=drpo" in page and "local job folders" in page
+    assert "not tracked in MLflow" in page
 
 
 def _free_port() -> int:

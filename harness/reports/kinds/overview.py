@@ -38,8 +38,6 @@ def build(data: SweepData, page: Page) -> None:
     if no_metrics:
         page.missing(f"{len(no_metrics)} runs logged no metrics: " + ", ".join(r.label for r in no_metrics[:10])
                      + (" …" if len(no_metrics) > 10 else ""))
-    for note in data.notes:
-        page.missing(note)
     thresholds = {threshold(r)[0] for r in runs}
     axes = [k for k in data.factors(exclude=["algo.name", "precision.name", *thresholds]) if k.startswith("algo.")]
     columns = ["job", "run", "objective", "threshold", *[short_key(k) for k in axes], "precision", "seed",
