@@ -100,7 +100,7 @@ def run_cli(argv: List[str]) -> int:
 
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
-HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true"}
+HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true"}
 
 
 def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:

@@ -70,6 +70,7 @@ class TrainerConfig:
     progress: bool = True
     resume: Optional[str] = None  # a run folder or checkpoint file to continue from
     warmstart: WarmStartConfig = field(default_factory=WarmStartConfig)
+    verl: Dict[str, Any] = field(default_factory=dict)  # trainer=verl only: harness/trainers/verl/options.py
 
 
 @dataclass

@@ -121,4 +121,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     _validate_algo(cfg)
     _validate_run_sections(cfg)
     _validate_launcher(cfg)
+    if cfg.trainer.name == "verl":
+        from harness.trainers.verl.validate import validate_verl
+        validate_verl(cfg)
     return cfg

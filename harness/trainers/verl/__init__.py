@@ -1,0 +1,13 @@
+"""verl backend (`trainer=verl`): the harness spec as a verl run, the harness objectives inside verl.
+
+  options.py     trainer.verl.* keys, types, defaults      presets.py   model/dataset data for verl
+  validate.py    refusals before submission (ConfigError)  layout.py    cluster, batch split, precision
+  objective.py   loss name, anchor <-> rollout correction  plugin.py    verl policy-loss registration
+  overrides.py   spec -> main_ppo overrides (pure)         script.py    the Ray + main_ppo batch script
+  plan.py        command + script + spec files             trainer.py   VerlTrainer: run, bridge metrics
+  metrics.py     verl metrics -> harness namespaces        dry_run.py   --dry-run printing
+  prepare_data.py, verifier.py, reward.py: data in verl's format and the rule-based math reward.
+
+Nothing here is imported by composing a config except options/presets/layout/validate (torch-free);
+plugin.py needs torch and verl and is only imported inside verl's processes.
+"""

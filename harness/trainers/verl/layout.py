@@ -1,0 +1,136 @@
+"""The shape of a verl run (torch-free): cluster, batch split, precision and data sources.
+
+Pure functions of the validated run config; `validate.py` calls them to refuse impossible runs and
+`overrides.py` / `script.py` read the same values, so what is checked is what is launched.
+Every failure is a ValueError with one line naming the key, the value and what is allowed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from harness.trainers.verl.options import VerlOptions
+from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset
+
+CLUSTER_LAUNCHERS = ("slurm", "submitit_local")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    nodes: int
+    gpus_per_node: int
+    source: str  # where the shape comes from, for messages
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class Batches:
+    prompts: int  # data.train_batch_size
+    mini_prompts: int  # actor.ppo_mini_batch_size (verl counts prompts; it multiplies by rollout.n)
+    data_parallel: int
+    sequences_per_gpu: int  # per optimizer step
+
+
+@dataclass(frozen=True)
+class Precision:
+    rollout_dtype: str  # vLLM dtype
+    train_dtype: str  # trainer compute dtype: fp32 | bf16 | fp16 | fp8
+    rollout_quantization: Optional[str] = None  # vLLM weight quantisation
+
+
+PRECISIONS: Dict[str, Precision] = {
+    "fp32": Precision("float32", "fp32"),
+    "bf16": Precision("bfloat16", "bf16"),
+    "fp16": Precision("float16", "fp16"),
+    "fp8_rollout": Precision("bfloat16", "bf16", "fp8"),
+    "fp8_e2e": Precision("bfloat16", "fp8", "fp8"),
+}
+
+
+def cluster(cfg, options: VerlOptions) -> Cluster:
+    """Slurm runs: the allocation the launcher profile asks for; local runs: this machine."""
+    if cfg.launcher.name in CLUSTER_LAUNCHERS:
+        from harness.launchers.profiles import profile_for
+
+        profile = profile_for(cfg.launcher)
+        shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}")
+        if shape.gpus_per_node < 1:
+            raise ValueError(f"launcher.gpus_per_node={shape.gpus_per_node} is not allowed with trainer=verl: it "
+                             f"needs GPUs ({shape.source} has none); set launcher.gpus_per_node or a GPU profile")
+        if shape.nodes > 1 and getattr(profile, "use_srun", True):
+            raise ValueError(f"launcher.nodes={shape.nodes} is not allowed with trainer=verl yet: the Slurm launcher "
+                             f"starts one harness task per node, verl needs one per allocation (a profile with "
+                             f"use_srun: false; see launchers/verl/README.md)")
+        return shape
+    if options.local_gpus < 1:
+        raise ValueError(f"trainer.verl.local_gpus={options.local_gpus} is not allowed: must be >= 1")
+    return Cluster(1, options.local_gpus, "trainer.verl.local_gpus")
+
+
+def batches(cfg, options: VerlOptions, shape: Cluster) -> Batches:
+    t = cfg.trainer
+    if t.prompts_per_step % t.mini_batches:
+        raise ValueError(f"trainer.mini_batches={t.mini_batches} is not allowed: must divide trainer.prompts_per_step="
+                         f"{t.prompts_per_step} (verl's mini-batch is prompts_per_step / mini_batches prompts)")
+    mini = t.prompts_per_step // t.mini_batches
+    model_parallel = options.train_tensor_parallel if options.strategy == "megatron" else 1
+    if shape.gpus % model_parallel:
+        raise ValueError(f"trainer.verl.train_tensor_parallel={model_parallel} is not allowed: must divide the "
+                         f"{shape.gpus} GPUs ({shape.nodes} nodes x {shape.gpus_per_node}, {shape.source})")
+    if options.strategy == "megatron" and shape.gpus % options.expert_parallel:
+        raise ValueError(f"trainer.verl.expert_parallel={options.expert_parallel} is not allowed: must divide the "
+                         f"{shape.gpus} GPUs ({shape.nodes} nodes x {shape.gpus_per_node}, {shape.source})")
+    dp = shape.gpus // model_parallel
+    sequences = mini * t.group_size
+    if sequences % dp:
+        raise ValueError(f"trainer.mini_batches={t.mini_batches} is not allowed: a mini-batch of {sequences} sequences "
+                         f"(prompts_per_step/mini_batches x group_size) must split evenly over {dp} data-parallel GPUs")
+    per_gpu = sequences // dp
+    if per_gpu % options.micro_batch_per_gpu:
+        raise ValueError(f"trainer.verl.micro_batch_per_gpu={options.micro_batch_per_gpu} is not allowed: must divide "
+                         f"the {per_gpu} sequences each GPU gets per mini-batch")
+    return Batches(t.prompts_per_step, mini, dp, per_gpu)
+
+
+def check_rollout_parallel(cfg, options: VerlOptions, shape: Cluster) -> None:
+    tp = options.rollout_tensor_parallel
+    if tp < 1 or shape.gpus_per_node % tp:
+        raise ValueError(f"trainer.verl.rollout_tensor_parallel={tp} is not allowed: must divide the GPUs per node "
+                         f"({shape.gpus_per_node}, {shape.source})")
+    heads, kv = cfg.model.num_heads, cfg.model.num_kv_heads
+    if heads % tp or (kv % tp if tp <= kv else tp % kv):
+        raise ValueError(f"trainer.verl.rollout_tensor_parallel={tp} is not allowed for model={cfg.model.name}: "
+                         f"must divide its {heads} attention heads and fit its {kv} KV heads")
+
+
+def precision(cfg, options: VerlOptions) -> Precision:
+    name = cfg.precision.name
+    if name not in PRECISIONS:
+        raise ValueError(f"precision={name!r} is not allowed with trainer=verl: one of {', '.join(PRECISIONS)}")
+    p = PRECISIONS[name]
+    if p.train_dtype == "fp8" and options.strategy != "megatron":
+        raise ValueError(f"precision={name} is not allowed with trainer.verl.strategy={options.strategy}: FP8 "
+                         f"training needs strategy=megatron (TransformerEngine)")
+    if p.train_dtype == "fp32" and options.strategy == "megatron":
+        raise ValueError(f"precision={name} is not allowed with trainer.verl.strategy=megatron: verl's megatron "
+                         f"engine trains in bfloat16 or float16; use strategy=fsdp")
+    return p
+
+
+def data_sources(cfg, options: VerlOptions) -> Tuple[List[Source], Dict[str, List[Source]], Optional[int]]:
+    """(train sources, eval set -> sources, max train samples): the preset's unless trainer.verl.data gives them."""
+    d = options.data
+    preset: Optional[DatasetPreset] = None
+    if d.train is None or d.eval is None:
+        preset = dataset_preset(cfg.dataset.name)
+    keys = {"problem_column": d.problem_column or "problem", "answer_column": d.answer_column or "answer"}
+    train = [Source(ref, **keys) for ref in d.train] if d.train is not None else list(preset.train)
+    evals = ({name: [Source(ref, **keys) for ref in refs] for name, refs in d.eval.items()}
+             if d.eval is not None else {name: list(srcs) for name, srcs in preset.eval.items()})
+    limit = d.max_train_samples if d.max_train_samples is not None else (preset.max_train_samples if preset else None)
+    if not train:
+        raise ValueError("trainer.verl.data.train=[] is not allowed: give at least one training source")
+    return train, evals, limit

@@ -1,0 +1,123 @@
+"""VerlTrainer without GPUs: a stand-in batch script plays verl (writes its metrics file and checkpoint
+markers); the trainer forwards metrics under harness names, records checkpoints, fails on a bad exit,
+stops the script's process group when killed, and prints the plan on a dry run."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.config.compose import compose
+from harness.config.validate import validate
+from harness.trainers.verl import trainer as trainer_module
+from harness.trainers.verl.trainer import VerlTrainer
+
+
+class FakeTracker:
+    run_id = "run-123"
+
+    def __init__(self):
+        self.metrics, self.artifacts = [], []
+
+    def log_metrics(self, metrics, step):
+        self.metrics.append((step, dict(metrics)))
+
+    def log_artifact(self, path, artifact_path=None):
+        self.artifacts.append(Path(path).name)
+
+
+def make_trainer(tmp_path: Path, body: str, *overrides: str, tracker=None) -> VerlTrainer:
+    cfg = validate(compose(["trainer=verl", *overrides]))
+    t = VerlTrainer(cfg, tmp_path / "run", tracker or FakeTracker())
+    p = t.plan.paths
+    script = (f"#!/usr/bin/env bash\nset -e\nM={p.metrics}\nCK={p.checkpoints}\nmkdir -p {p.verl_dir}\n" + body)
+    t.plan = dataclasses.replace(t.plan, script=script)
+    return t
+
+
+def line(step: int, data: dict) -> str:
+    return f"echo '{json.dumps({'step': step, 'data': data})}' >> $M\n"
+
+
+@pytest.fixture(autouse=True)
+def fast_polling(monkeypatch):
+    monkeypatch.setattr(trainer_module, "POLL_S", 0.05)
+    monkeypatch.setattr(trainer_module, "STOP_GRACE_S", 2.0)
+
+
+def test_metrics_reach_the_tracker_under_harness_names(tmp_path):
+    body = (line(0, {"val-core/aime2024/acc/mean@16": 0.1, "val-core/aime2025/acc/mean@16": 0.3})
+            + line(1, {"critic/score/mean": 0.2, "objective/masked_frac": 0.01, "actor/pg_loss": 0.5})
+            + "mkdir -p $CK/global_step_1 && echo 1 > $CK/latest_checkpointed_iteration.txt\nsleep 0.3\n"
+            + line(2, {"val-core/aime2024/acc/mean@16": 0.5, "val-core/aime2025/acc/mean@16": 0.4}) + "echo finished\n")
+    t = make_trainer(tmp_path, body)
+    final = t.train()
+    steps = [s for s, _ in t.tracker.metrics]
+    assert steps == [0, 1, 2]
+    assert t.tracker.metrics[1][1]["train/accuracy"] == 0.2 and t.tracker.metrics[1][1]["train/loss"] == 0.5
+    assert abs(final["eval/accuracy"] - 0.45) < 1e-12 and abs(final["eval/best_accuracy"] - 0.45) < 1e-12
+    meta = json.loads((tmp_path / "run" / "checkpoints" / "last.json").read_text())
+    assert meta == {"step": 1, "run_id": "run-123"}
+    assert {"objective.json", "launch.sh"} <= set(t.tracker.artifacts)
+    assert "finished" in (tmp_path / "run" / "verl" / "launch.log").read_text()
+
+
+def test_a_failing_script_fails_the_run_with_its_error(tmp_path):
+    t = make_trainer(tmp_path, "echo 'harness: only 1 of 2 Ray nodes joined'\nexit 3\n")
+    with pytest.raises(RuntimeError, match="verl exited with code 3: harness: only 1 of 2 Ray nodes joined"):
+        t.train()
+
+
+def test_a_resumed_run_does_not_log_steps_twice(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "last.json").write_text(json.dumps({"step": 2, "run_id": "run-123"}))
+    body = line(2, {"critic/score/mean": 0.1}) + line(3, {"critic/score/mean": 0.3})
+    t = make_trainer(tmp_path, body, f"trainer.resume={run}")
+    assert t.resume_from is None  # own folder: verl resumes its own latest checkpoint (resume_mode=auto)
+    t.train()
+    assert [s for s, _ in t.tracker.metrics] == [3]
+
+
+def test_resume_from_another_run_points_verl_at_its_checkpoint(tmp_path):
+    other = tmp_path / "other" / "checkpoints" / "verl"
+    (other / "global_step_40").mkdir(parents=True)
+    (other / "latest_checkpointed_iteration.txt").write_text("40")
+    t = make_trainer(tmp_path, "", f"trainer.resume={tmp_path / 'other'}")
+    assert t.resume_from == str(other / "global_step_40")
+    assert f"trainer.resume_from_path={other / 'global_step_40'}" in t.plan.command
+    with pytest.raises(FileNotFoundError, match="no verl checkpoint"):
+        make_trainer(tmp_path, "", f"trainer.resume={tmp_path}")
+
+
+def test_killing_the_job_stops_the_script(tmp_path, monkeypatch):
+    pid_file = tmp_path / "pid"
+    t = make_trainer(tmp_path, f"echo $$ > {pid_file}\nsleep 60 &\nwait\n")
+    calls = {"n": 0}
+
+    def interrupt(_seconds):
+        calls["n"] += 1
+        if pid_file.is_file() and calls["n"] > 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_module.time, "sleep", interrupt)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        t.train()
+    assert time.monotonic() - started < 20
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path, capsys):
+    t = make_trainer(tmp_path, "touch $M.launched\n", "trainer.verl.dry_run=true")
+    assert t.train() == {}
+    out = capsys.readouterr().out
+    assert out.startswith("# verl command\n") and "# batch script" in out and "# objective spec" in out
+    assert (tmp_path / "run" / "verl" / "launch.sh").is_file()
+    assert not Path(str(t.plan.paths.metrics) + ".launched").exists()
