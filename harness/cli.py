@@ -81,6 +81,10 @@ def run_cli(argv: List[str]) -> int:
         except ConfigError as err:
             return _fail(str(err))
         launches_jobs = args.cfg is None and args.info is None
+        if launches_jobs and any(c.trainer.get("verl", {}).get("dry_run") for c in configs):
+            from harness.trainers.verl.dry_run import print_plans
+
+            return print_plans(configs)
         if launches_jobs:
             from harness.tracking.store import prepare_stores
 

@@ -56,6 +56,11 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     if cfg.model.hidden_size % cfg.model.num_heads or cfg.model.num_heads % cfg.model.num_kv_heads:
         raise ConfigError(f"model.num_heads={cfg.model.num_heads} is not allowed: must divide hidden_size="
                           f"{cfg.model.hidden_size} and be a multiple of num_kv_heads={cfg.model.num_kv_heads}")
+    if cfg.trainer.name == "builtin":
+        from harness.trainers.builtin.tasks import TASKS
+
+        _check(cfg, "dataset.name", lambda v: v in TASKS,
+               f"trainer=builtin runs the tasks {', '.join(sorted(TASKS))} (other datasets need trainer=verl)")
     _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, "dataset.eval_size", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, "seed", lambda v: v >= 0, "must be an integer >= 0")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 TRAINERS = {
     "builtin": "harness.trainers.builtin.trainer:BuiltinTrainer",
+    "verl": "harness.trainers.verl.trainer:VerlTrainer",
 }
 
 

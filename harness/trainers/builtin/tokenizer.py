@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import string
 
-import torch
-
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 SPECIAL_TOKENS = (PAD, BOS, EOS)
 # Order is the id order; append new characters at the end so existing ids (and warm-start caches) stay valid.
@@ -43,7 +41,7 @@ def build_tokenizer():
     )
 
 
-def encode_batch(tokenizer, prompts: list[str]) -> torch.LongTensor:
+def encode_batch(tokenizer, prompts: list[str]) -> "torch.LongTensor":
     """Token ids of `<bos>` + prompt for each prompt: LongTensor [B, P], P = 1 + len(prompt).
 
     All prompts must have the same character length (one task config guarantees that), so no padding is needed.
@@ -51,5 +49,7 @@ def encode_batch(tokenizer, prompts: list[str]) -> torch.LongTensor:
     lengths = {len(prompt) for prompt in prompts}
     if len(lengths) != 1:
         raise ValueError(f"encode_batch: prompts must all have the same length, got lengths {sorted(lengths)}")
+    import torch  # lazily: the tasks import this module's token names while configs are validated
+
     ids = [[tokenizer.bos_token_id, *tokenizer.encode(prompt, add_special_tokens=False)] for prompt in prompts]
     return torch.tensor(ids, dtype=torch.long)
