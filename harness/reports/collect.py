@@ -47,7 +47,10 @@ def search_sweep_runs(client, exp_ids: Sequence[str], target: Target) -> list:
         runs.extend(page)
         token = page.token
         if not token:
-            return runs
+            break
+    found = {r.info.run_id for r in runs}
+    runs.extend(client.get_run(rid) for rid in target.twin_run_ids if rid not in found)  # skipped jobs' twins
+    return runs
 
 
 def _to_run(mlrun) -> Run:

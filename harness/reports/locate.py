@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
@@ -31,6 +31,8 @@ class Target:
     parent_run_id: Optional[str] = None
     sweep_dir: Optional[Path] = None
     out_dir: Optional[Path] = None
+    # Finished runs that skipped jobs of this sweep stand for (identical config, run by an earlier sweep).
+    twin_run_ids: List[str] = field(default_factory=list)
 
 
 def default_root() -> Path:
@@ -85,11 +87,22 @@ def _store_from_config(cfg, sweep_dir: Path) -> Optional[str]:
     return f"sqlite:///{roots[0] / 'mlruns.db'}" if roots else None
 
 
+def _skipped_twins(sweep_dir: Path) -> List[str]:
+    twins = []
+    for marker in sorted(sweep_dir.glob("*/skipped.json")):
+        try:
+            twins.append(str(json.loads(marker.read_text())["twin_run_id"]))
+        except (OSError, ValueError, KeyError):
+            continue
+    return twins
+
+
 def from_sweep_dir(sweep_dir: Path, tracking_uri: Optional[str] = None, experiment: Optional[str] = None,
                    out: Optional[Path] = None) -> Target:
     sweep_dir = Path(sweep_dir).expanduser().resolve()
     target = Target("/".join(sweep_dir.parts[-2:]), tracking_uri, [experiment] if experiment else [], [],
                     sweep_dir=sweep_dir, out_dir=Path(out) if out else sweep_dir / "reports")
+    target.twin_run_ids = _skipped_twins(sweep_dir)
     parent_file = sweep_dir / "parent_run.json"
     if parent_file.is_file():
         try:
