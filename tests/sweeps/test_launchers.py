@@ -69,7 +69,7 @@ def test_named_sweep_runs_its_grids_into_one_folder(run_harness, tmp_path, monke
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("g")) == ["g0_0", "g0_1", "g1_0"]
     assert "two grids share one folder" in proc.stdout
     again = run_harness("sweep", "tiny", check=True)
-    assert "3 skipped" in again.stdout, "identical finished configs are not rerun"
+    assert "2 skipped" in again.stdout and "1 skipped" in again.stdout, "finished configs are not rerun"
     second = sorted(run_harness.root.glob("multirun/tiny/*"))[-1]
     assert second != folder
     overview = (second / "reports" / "overview" / "summary.md").read_text()
