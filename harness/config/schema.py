@@ -89,6 +89,7 @@ class LauncherConfig:
     mem_gb: Optional[float] = None
     timeout_min: Optional[int] = None
     array_parallelism: Optional[int] = None
+    use_srun: Optional[bool] = None
     setup: Optional[List[str]] = None
     additional_parameters: Optional[Dict[str, Any]] = None
 

@@ -26,6 +26,9 @@ class ClusterProfile:
     mem_gb: float = 4
     timeout_min: int = 60
     array_parallelism: int = 64
+    # false: the job's command runs once per allocation, not once per node through srun (what a
+    # multi-node verl job needs: its batch script starts Ray on the other nodes itself)
+    use_srun: bool = True
     setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
     additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
 
@@ -78,6 +81,8 @@ def submitit_parameters(profile: ClusterProfile, cluster: str) -> Dict[str, Any]
     slurm = {"slurm_partition": profile.partition, "slurm_account": profile.account, "slurm_qos": profile.qos,
              "slurm_array_parallelism": profile.array_parallelism, "slurm_setup": list(profile.setup),
              "slurm_additional_parameters": dict(profile.additional_parameters)}
+    if not profile.use_srun:
+        slurm["slurm_use_srun"] = False
     params.update({k: v for k, v in slurm.items() if v not in (None, [], {})})
     return params
 

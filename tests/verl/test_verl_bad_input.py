@@ -61,8 +61,9 @@ def test_refused_with_one_line(overrides, message):
     assert "\n" not in text
 
 
-def test_the_builtin_trainer_is_not_affected_by_verl_presets():
-    validate(compose(["model=Qwen3-8B-Base", "dataset=dapo_math"]))  # no verl checks without trainer=verl
+def test_the_builtin_trainer_refuses_the_papers_datasets():
+    with pytest.raises(ConfigError, match="dataset.name='dapo_math'.*trainer=verl"):
+        validate(compose(["model=Qwen3-8B-Base", "dataset=dapo_math"]))
 
 
 def test_the_cli_refuses_before_anything_starts(tmp_path):
