@@ -1,29 +1,9 @@
-"""Run tracking: MLflow (default, local SQLite store) or local files only."""
+"""Run tracking: MLflow (default: a local SQLite store; or a `python -m harness server`) or local files only.
+
+Tools: `python -m harness server | status | repair | sync` (server.py, status.py, sync.py)."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
+from harness.tracking.run_tracker import open_tracker
+from harness.tracking.tracker import MlflowTracker, RunSpec, Tracker
 
-from omegaconf import DictConfig, OmegaConf
-
-from harness.tracking.tracker import MlflowTracker, Tracker
-
-
-def open_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str] = None) -> Tracker:
-    """Open the tracking run of a job (continuing the checkpoint's run when resuming)."""
-    from harness.trainers.checkpoint import resumed_run_id
-    from harness.tracking.params import flatten, run_tags
-    from harness.tracking.store import ensure_experiment
-
-    run_dir = Path(run_dir)
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    if cfg.tracking.backend == "none":
-        return Tracker(run_dir)
-    uri, experiment_id = ensure_experiment(cfg)
-    tracker = MlflowTracker(run_dir, uri, experiment_id, run_name, params=flatten(cfg),
-                            tags=run_tags(cfg, sweep_dir), resume_run_id=resumed_run_id(cfg))
-    tracker.log_artifact(run_dir / "config.yaml")
-    return tracker
-
-
-__all__ = ["open_tracker", "Tracker", "MlflowTracker"]
+__all__ = ["open_tracker", "Tracker", "MlflowTracker", "RunSpec"]

@@ -1,4 +1,9 @@
-"""What a run records about itself: flattened params, tags and a config hash, with secrets left out."""
+"""What a run records about itself: flattened params, tags and a config hash, with secrets left out.
+
+Secrets are kept out three ways: config keys named like credentials are dropped from params (and masked
+in the logged `config.yaml`), `key=value` overrides with such keys are masked in run names and sweep
+definitions, and the values of credential-named environment variables are masked wherever they appear
+(a `${oc.env:HF_TOKEN}` interpolated into an innocent key, a traceback, a URL)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,19 +13,84 @@ import re
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, List, Optional
+from urllib.parse import urlsplit, urlunsplit
 
 from omegaconf import DictConfig, OmegaConf
 
-SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|(^|[._])KEY$)",
-                         re.IGNORECASE)
+# Matched against each dotted part of a name: `HF_TOKEN`, `api_token`, `aws.secret_access_key`,
+# `MLFLOW_TRACKING_PASSWORD` are secret; `max_new_tokens`, `tokenizer`, `pad_token_id`, `topk` are not.
+SECRET_PART = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL|AUTH(?!OR(?!IZ))"
+                         r"|(API|ACCESS|PRIVATE)[-_]?KEY|TOKEN$|(^|[-_])KEY$", re.IGNORECASE)
+MASK = "***"
+MIN_SECRET_LENGTH = 6  # shorter env values ("1", "true") would mask innocent text
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
-NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume",
+NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
+              "trainer.torch_threads", "sweeper", "optuna",
               "delta", "alpha", "anchor")
 
 
 def looks_secret(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    return any(SECRET_PART.search(part) for part in name.split("."))
+
+
+def secret_env_values() -> List[str]:
+    """Values of credential-named environment variables, longest first (so overlaps mask fully)."""
+    values = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)
+
+
+def _mask_url_password(text: str) -> str:
+    if "://" not in text or "@" not in text:
+        return text
+    try:
+        parts = urlsplit(text)
+        if parts.password is None:
+            return text
+        netloc = parts.netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return text
+
+
+def scrub(text: str) -> str:
+    """`text` with secret env values and URL passwords masked."""
+    for value in secret_env_values():
+        text = text.replace(value, MASK)
+    return _mask_url_password(text)
+
+
+def mask_overrides(overrides: Iterable[str]) -> List[str]:
+    """Hydra overrides with the value of every credential-named key masked: `+x.api_token=***`."""
+    out = []
+    for override in overrides:
+        key, sep, _ = override.partition("=")
+        out.append(f"{key}{sep}{MASK}" if sep and looks_secret(key.lstrip("+~")) else scrub(override))
+    return out
+
+
+def safe_run_name(name: str) -> str:
+    """A run name built from `k=v,k=v` overrides, with credential-named values masked."""
+    return ",".join(mask_overrides(name.split(",")))
+
+
+def redacted_container(cfg: DictConfig) -> Any:
+    """The resolved config as plain containers, credential-named values masked (for `config.yaml`)."""
+
+    def walk(node: Any, name: str) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v, str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, name) for v in node]
+        if looks_secret(name) and node is not None:
+            return MASK
+        return scrub(node) if isinstance(node, str) else node
+
+    return walk(OmegaConf.to_container(cfg, resolve=True), "")
+
+
+def redacted_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(OmegaConf.create(redacted_container(cfg)))
 
 
 def flatten(cfg: DictConfig) -> Dict[str, str]:
@@ -32,7 +102,7 @@ def flatten(cfg: DictConfig) -> Dict[str, str]:
             for key, value in node.items():
                 walk(value, f"{prefix}.{key}" if prefix else str(key))
         elif not looks_secret(prefix):
-            out[prefix] = "null" if node is None else str(node)
+            out[prefix] = "null" if node is None else scrub(str(node))
 
     walk(OmegaConf.to_container(cfg, resolve=True), "")
     return out
@@ -52,23 +122,34 @@ def _git(*args: str) -> Optional[str]:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
+def sweep_id(sweep_dir: str) -> str:
+    """`<date>/<time>`: the last two parts of Hydra's sweep folder, shared by a sweep's parent and children."""
+    return "/".join(Path(sweep_dir).parts[-2:])
+
+
+def common_tags(sweep_dir: Optional[str]) -> Dict[str, str]:
+    """Tags of every run, parent or child: harness version, host, git state, sweep and Slurm ids."""
     from harness import __version__
 
-    tags = {
-        "harness.version": __version__,
-        "harness.config_hash": config_hash(cfg),
-        "harness.host": socket.gethostname(),
-        "algo": str(cfg.algo.name),
-        "precision": str(cfg.precision.name),
-    }
+    tags = {"harness.version": __version__, "harness.host": socket.gethostname()}
     commit = _git("rev-parse", "HEAD")
     if commit:
         tags["git.commit"] = commit
         tags["git.dirty"] = str(bool(_git("status", "--porcelain")))
     if sweep_dir:
-        tags["harness.sweep_id"] = "/".join(Path(sweep_dir).parts[-2:])  # <date>/<time>, as Hydra names it
+        tags["harness.sweep_id"] = sweep_id(sweep_dir)
     for env, tag in (("SLURM_JOB_ID", "slurm.job_id"), ("SLURM_ARRAY_TASK_ID", "slurm.array_index")):
         if os.environ.get(env):
             tags[tag] = os.environ[env]
     return tags
+
+
+def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
+    tags = common_tags(sweep_dir)
+    tags.update({
+        "harness.role": "child" if sweep_dir else "run",
+        "harness.config_hash": config_hash(cfg),
+        "algo": str(cfg.algo.name),
+        "precision": str(cfg.precision.name),
+    })
+    return {k: scrub(v) for k, v in tags.items()}

@@ -1,15 +1,31 @@
 """Where runs are tracked: resolving the tracking URI and creating the store once, before any writer.
 
-Concurrent first creation of an MLflow SQLite store races on its schema migration, so the CLI creates
-the store and the experiment up front, under a file lock that also serialises separate invocations."""
+Concurrent first creation of an MLflow SQLite store races on its schema migration, so the CLI (and
+`python -m harness server`) creates the store and the experiment up front, under a file lock that also
+serialises separate invocations."""
 from __future__ import annotations
 
 import fcntl
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Tuple
 
 from omegaconf import DictConfig
+
+from harness.tracking.outage import apply_client_defaults, describe, warn_once
+from harness.tracking.params import scrub
+
+LOCK_NAME = ".mlruns.lock"
+
+
+def default_root() -> Path:
+    """Where tools look for the default store: HARNESS_OUTPUT_ROOT, else the current folder."""
+    return Path(os.environ.get("HARNESS_OUTPUT_ROOT") or ".").expanduser().resolve()
+
+
+def default_uri(root: Optional[Path] = None) -> str:
+    return f"sqlite:///{(root or default_root()) / 'mlruns.db'}"
 
 
 def output_root(cfg: DictConfig) -> Path:
@@ -19,25 +35,29 @@ def output_root(cfg: DictConfig) -> Path:
 def tracking_uri(cfg: DictConfig) -> str:
     if cfg.tracking.uri:
         return cfg.tracking.uri
-    return f"sqlite:///{output_root(cfg) / 'mlruns.db'}"
+    return default_uri(output_root(cfg))
 
 
 def experiment_name(cfg: DictConfig) -> str:
     return cfg.tracking.experiment or cfg.experiment_name
 
 
+def is_local(uri: str) -> bool:
+    return uri.startswith(("sqlite:", "file:")) or "://" not in uri
+
+
 def artifact_root(cfg: DictConfig) -> Optional[str]:
     """Artifacts of a local store sit beside it; a server decides for itself."""
-    if tracking_uri(cfg).startswith(("sqlite:", "file:")) or "://" not in tracking_uri(cfg):
+    if is_local(tracking_uri(cfg)):
         return (output_root(cfg) / "mlartifacts").as_uri()
     return None
 
 
 @contextmanager
-def _store_lock(cfg: DictConfig) -> Iterator[None]:
-    root = output_root(cfg)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".mlruns.lock", "w") as handle:
+def folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on `<folder>/.mlruns.lock`, held across processes (and NFS nodes with lockd)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK_NAME, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -45,18 +65,34 @@ def _store_lock(cfg: DictConfig) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def get_or_create_experiment(client, name: str, artifact_location: Optional[str]) -> str:
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    from harness.tracking.ui import set_default_view
+
+    try:
+        experiment_id = client.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:  # created meanwhile by a writer on another node
+        found = client.get_experiment_by_name(name)
+        if found is None:
+            raise
+        return found.experiment_id
+    set_default_view(client, experiment_id)
+    return experiment_id
+
+
 def ensure_experiment(cfg: DictConfig) -> Tuple[str, str]:
     """Create the store and experiment if missing; returns (tracking uri, experiment id)."""
     from mlflow.tracking import MlflowClient
 
+    apply_client_defaults()
     uri = tracking_uri(cfg)
-    with _store_lock(cfg):
+    with folder_lock(output_root(cfg)):
         client = MlflowClient(tracking_uri=uri)
-        name = experiment_name(cfg)
-        found = client.get_experiment_by_name(name)
-        if found is not None:
-            return uri, found.experiment_id
-        return uri, client.create_experiment(name, artifact_location=artifact_root(cfg))
+        return uri, get_or_create_experiment(client, experiment_name(cfg), artifact_root(cfg))
 
 
 def prepare_stores(configs: Iterable[DictConfig]) -> None:
@@ -71,7 +107,6 @@ def prepare_stores(configs: Iterable[DictConfig]) -> None:
         seen.add(key)
         try:
             ensure_experiment(cfg)
-        except Exception as err:  # an outage at start is not fatal: the job itself retries
-            import logging
-
-            logging.getLogger("harness").warning("tracking store %s not ready: %s", key[0], err)
+        except Exception as err:  # an outage at start is not fatal: the runs spool and sync later
+            warn_once(key[0], f"tracking store {scrub(key[0])} unreachable ({describe(err)}): runs go on and "
+                              "record to their run folder's spool/ (upload later: python -m harness sync)")

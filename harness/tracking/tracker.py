@@ -1,17 +1,35 @@
 """A run's tracking handle. Every metric also goes to `<run_dir>/metrics.jsonl`, so a run keeps its record
-even without MLflow; with MLflow each step's metrics are one `log_batch` call."""
+even without MLflow; with MLflow each step's metrics are one `log_batch` call.
+
+When the store is unreachable (at start or mid-run) the MLflow tracker warns once and records to
+`<run_dir>/spool/` instead; training never waits on tracking. Its heartbeat thread then tries to catch
+up every beat, so a short outage heals by itself; otherwise `python -m harness sync` uploads the spool."""
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
+
+from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
+from harness.tracking.outage import apply_client_defaults, describe, is_rejected, warn_once
+from harness.tracking.params import scrub
+from harness.tracking.signals import deferred_signals
+from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
+from harness.tracking.sync import (MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH, PARENT_TAG, PARENT_UID_TAG, UID_TAG,
+                                   SpoolBusy, SpoolUpload, find_run_by_uid)
 
 log = logging.getLogger("harness")
 
-MAX_PARAMS_PER_BATCH = 100  # MLflow's limit per log_batch
-MAX_PARAM_LENGTH = 6000
+STEP_TAG = "harness.step"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class Tracker:
@@ -22,46 +40,130 @@ class Tracker:
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._metrics_file = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        self._metrics_file = None
         self.skip_through_step = -1  # steps already recorded by a run this one resumes
 
     def log_metrics(self, metrics: Dict[str, float], step: int) -> None:
+        if self._metrics_file is None:
+            self._metrics_file = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
         self._metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
         if step > self.skip_through_step:
             self._remote_log_metrics(metrics, step)
 
-    def log_artifact(self, path: Path) -> None:
+    def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         pass
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
         if error:
             (self.run_dir / "error.txt").write_text(error)
         (self.run_dir / "status.txt").write_text(status + "\n")
-        self._metrics_file.close()
+        if self._metrics_file is not None:
+            self._metrics_file.close()
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
         pass
 
 
-class MlflowTracker(Tracker):
-    def __init__(self, run_dir: Path, uri: str, experiment_id: str, run_name: str,
-                 params: Dict[str, str], tags: Dict[str, str], resume_run_id: Optional[str] = None):
-        super().__init__(run_dir)
-        from mlflow.entities import Param, RunTag
-        from mlflow.tracking import MlflowClient
+@dataclass
+class RunSpec:
+    """What the MLflow run is: where it goes and what it says about itself (already free of secrets)."""
+    tracking_uri: str
+    experiment_name: str
+    run_name: str
+    params: Dict[str, str]
+    tags: Dict[str, str]
+    artifact_location: Optional[str] = None  # for the experiment, if it has to be created
 
-        self.client = MlflowClient(tracking_uri=uri)
+
+class MlflowTracker(Tracker):
+    def __init__(self, run_dir: Path, spec: RunSpec, experiment_id: Callable[[], str],
+                 resume_run_id: Optional[str] = None):
+        """`experiment_id()` returns the experiment's id, creating it if needed (called only when online)."""
+        super().__init__(run_dir)
+        self.spec, self.uid, self.start_time = spec, uuid.uuid4().hex, now_ms()
+        self.create_tags = {**spec.tags, UID_TAG: self.uid, HEARTBEAT_TAG: str(now_s())}
+        self.spool = Spool(self.run_dir / SPOOL_DIR)
+        self.offline = False
+        self.client = None
+        self._lock = threading.RLock()
+        self._upload: Optional[SpoolUpload] = None
+        self._finishing = False
+        try:
+            from mlflow.tracking import MlflowClient
+
+            apply_client_defaults()
+            with deferred_signals():
+                self._open_run(MlflowClient, experiment_id, resume_run_id)
+        except Exception as err:  # unreachable or malformed URI: not fatal, the spool keeps everything
+            self._go_offline(err)
+        if not resume_run_id:
+            self._send(lambda: {"op": "params", "values": spec.params}, self._log_params)
+        dir_tag = {"harness.run_dir": str(self.run_dir.resolve())}
+        self._send(lambda: {"op": "tags", "values": dir_tag},
+                   lambda: self.client.set_tag(self.run_id, "harness.run_dir", dir_tag["harness.run_dir"]))
+        self._heartbeat = Heartbeat(self._beat, name="heartbeat").start()
+
+    def _open_run(self, client_class, experiment_id: Callable[[], str], resume_run_id: Optional[str]) -> None:
         if resume_run_id:
+            self.client = client_class(tracking_uri=self.spec.tracking_uri)
             self.run_id = resume_run_id
             self.client.update_run(resume_run_id, status="RUNNING")
             self.skip_through_step = self._last_logged_step()
-        else:
-            run = self.client.create_run(experiment_id, run_name=run_name, tags=tags)
-            self.run_id = run.info.run_id
-            items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in sorted(params.items())]
-            for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
-                self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
-        self.client.log_batch(self.run_id, tags=[RunTag("harness.run_dir", str(self.run_dir.resolve()))])
+            return
+        # experiment_id() first: it creates a fresh local store under a lock, and so would a client
+        # (MlflowClient opens a SQLite store on construction), so no client may come before it.
+        experiment = experiment_id()
+        self.client = client_class(tracking_uri=self.spec.tracking_uri)
+        parent_uid = self.create_tags.get(PARENT_UID_TAG)
+        if parent_uid and PARENT_TAG not in self.create_tags:  # a parent created late (after an outage)
+            parent = find_run_by_uid(self.client, experiment, parent_uid)
+            if parent:
+                self.create_tags[PARENT_TAG] = parent
+        run = self.client.create_run(experiment, run_name=self.spec.run_name, start_time=self.start_time,
+                                     tags=self.create_tags)
+        self.run_id = run.info.run_id
+
+    # -- online calls, or the spool ------------------------------------------------------------------------
+    def _send(self, op: Optional[Callable[[], Dict[str, Any]]], call: Callable[[], Any]) -> None:
+        """Make `call` against the store; when the store is away, spool `op()` instead (None: drop it)."""
+        with self._lock:
+            if self.offline:
+                if op is not None:
+                    self.spool.append(op())
+                return
+        try:
+            with deferred_signals():
+                call()
+        except Exception as err:
+            if is_rejected(err):
+                warn_once(f"rejected:{describe(err)}", f"tracking: the store refused a record, skipped: "
+                                                       f"{describe(err)}")
+                return
+            with self._lock:
+                self._go_offline(err)
+                if op is not None:
+                    self.spool.append(op())
+
+    def _go_offline(self, err: BaseException) -> None:
+        with self._lock:
+            if self.offline:
+                return
+            self.offline = True
+            self._upload = None  # a fresh upload re-reads what the store has (the failed call may have landed)
+            s = self.spec
+            self.spool.open(RunRecord(uid=self.uid, tracking_uri=s.tracking_uri, experiment_name=s.experiment_name,
+                                      run_name=s.run_name, start_time=self.start_time, tags=self.create_tags,
+                                      artifact_location=s.artifact_location, run_id=self.run_id))
+        warn_once(s.tracking_uri, f"tracking store {scrub(s.tracking_uri)} unreachable ({describe(err)}): the run "
+                                  f"goes on and records to {self.spool.folder}; it uploads by itself when the "
+                                  f"store is back, else run: python -m harness sync {self.run_dir}")
+
+    def _log_params(self) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v[:MAX_PARAM_LENGTH]) for k, v in sorted(self.spec.params.items())]
+        for i in range(0, len(items), MAX_PARAMS_PER_BATCH):
+            self.client.log_batch(self.run_id, params=items[i:i + MAX_PARAMS_PER_BATCH])
 
     def _last_logged_step(self) -> int:
         """Resumed runs recompute steps after their checkpoint exactly; skip those already logged."""
@@ -69,17 +171,58 @@ class MlflowTracker(Tracker):
         return max((m.step for m in history), default=-1)
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
 
-        now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, step) for k, v in metrics.items()]
-        self.client.log_batch(self.run_id, metrics=batch)
+        ts = now_ms()
+        values = {k: float(v) for k, v in metrics.items()}
+        batch = [Metric(k, v, ts, step) for k, v in values.items()]
+        self._send(lambda: {"op": "metrics", "step": step, "ts": ts, "values": values},
+                   lambda: self.client.log_batch(self.run_id, metrics=batch, tags=[RunTag(STEP_TAG, str(step))]))
 
-    def log_artifact(self, path: Path) -> None:
-        self.client.log_artifact(self.run_id, str(path))
+    def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
+        self._send(lambda: self.spool.artifact_op(Path(path), artifact_path),
+                   lambda: self.client.log_artifact(self.run_id, str(path), artifact_path))
+
+    def log_text(self, text: str, name: str) -> None:
+        text = scrub(text)
+        self._send(lambda: self.spool.text_op(text, name), lambda: self.client.log_text(self.run_id, text, name))
+
+    # -- heartbeat and catching up -------------------------------------------------------------------------
+    def _beat(self) -> None:
+        if self.offline:
+            self._catch_up()
+        else:
+            self._send(None, lambda: self.client.set_tag(self.run_id, HEARTBEAT_TAG, str(now_s())))
+
+    def _catch_up(self) -> bool:
+        """Upload the spool and go back online; False while the store is still away."""
+        try:
+            if self._upload is None:
+                self._upload = SpoolUpload(self.spool, client=self.client)
+            self._upload.upload(blocking=False)  # the bulk, while training goes on
+            with self._lock:
+                summary = self._upload.upload(blocking=False)  # what was spooled meanwhile
+                self.run_id, self.client, self.offline = summary.run_id, self._upload.client, False
+                if not self._finishing:  # `repair` may have closed it while we were away: we are alive
+                    self.client.update_run(self.run_id, status="RUNNING")
+        except SpoolBusy:
+            return False
+        except Exception as err:
+            log.debug("tracking store still unreachable: %s", describe(err))
+            return False
+        log.info("tracking store %s is back: spooled records of %s uploaded", scrub(self.spec.tracking_uri),
+                 self.run_dir)
+        return True
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
-        super().finish(status, error)
+        self._finishing = True
+        self._heartbeat.stop()
+        super().finish(status, scrub(error) if error else error)
         if error:
-            self.client.log_text(self.run_id, error, "error.txt")
-        self.client.set_terminated(self.run_id, status=status)
+            self.log_text(error, "error.txt")
+        end = now_ms()
+        self._send(lambda: {"op": "terminate", "status": status, "end_time": end},
+                   lambda: self.client.set_terminated(self.run_id, status=status, end_time=end))
+        if self.offline and not self._catch_up():
+            log.info("tracking: %d records of this run wait in %s; upload them with: python -m harness sync %s",
+                     self.spool.pending(), self.spool.folder, self.run_dir)

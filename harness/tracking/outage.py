@@ -1,0 +1,65 @@
+"""When the tracking store is unreachable: fail fast, tell the user once, keep training.
+
+MLflow's HTTP client retries for minutes by default (7 retries, 120 s timeout); a run that waits that
+long on every call stalls training. The harness shortens both before creating any client, unless the
+user set them, and records to the run's spool instead (`harness.tracking.spool`)."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+
+log = logging.getLogger("harness")
+
+CLIENT_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+# MLflow error codes that mean "this record is wrong", not "the store is away": retrying cannot help, so
+# the record is skipped with a warning. Anything else (refused connection, timeout, 5xx, bad credentials)
+# is an outage: the record is spooled and uploaded later.
+REJECTED_CODES = ("INVALID_PARAMETER_VALUE", "BAD_REQUEST", "RESOURCE_DOES_NOT_EXIST", "INVALID_STATE",
+                  "RESOURCE_ALREADY_EXISTS")
+
+_warned: set = set()
+_warned_lock = threading.Lock()
+
+
+def apply_client_defaults() -> None:
+    """Short MLflow HTTP retries and timeout, so an outage costs seconds, not minutes (user's env wins).
+
+    urllib3's own "Retrying ..." warnings are silenced too (unless the user set that logger's level): the
+    harness says once what an outage means for the run, rather than three lines per failed call."""
+    for name, value in CLIENT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    retries_log = logging.getLogger("urllib3.connectionpool")
+    if retries_log.level == logging.NOTSET:
+        retries_log.setLevel(logging.ERROR)
+
+
+def is_rejected(err: BaseException) -> bool:
+    """True when the store answered and refused the request (a bad value), False for an outage."""
+    from mlflow.exceptions import MlflowException
+
+    return isinstance(err, MlflowException) and err.error_code in REJECTED_CODES
+
+
+def describe(err: BaseException) -> str:
+    """A short reason: `Connection refused`, `Read timed out`, or the error's first line."""
+    text = str(err).strip()
+    reason = re.search(r"\[Errno -?\d+\] ([^\"')]+)|(Read timed out|Connection aborted|Connection reset)", text)
+    if reason:
+        return (reason.group(1) or reason.group(2)).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(err).__name__}: {first}"[:200]
+
+
+def warn_once(key: str, message: str) -> None:
+    """Log `message` as a warning the first time `key` is seen in this process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    log.warning(message)

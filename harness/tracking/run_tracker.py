@@ -1,0 +1,56 @@
+"""Opening the tracking run of one job: its params, tags, parent run and logged config, secrets left out."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Dict, Optional
+
+from omegaconf import DictConfig
+
+from harness.tracking.tracker import MlflowTracker, RunSpec, Tracker
+
+log = logging.getLogger("harness")
+
+PARENT_FILE = "parent_run.json"  # written into the sweep folder by `sweep_callback.SweepTracking`
+
+
+def parent_tags(sweep_dir: Optional[str], tracking_uri: str) -> Dict[str, str]:
+    """Tags nesting a sweep's job under the sweep's parent run (read from `<sweep_dir>/parent_run.json`).
+
+    The parent is named by tag, never through MLFLOW_RUN_ID, so it works across processes and nodes."""
+    path = Path(sweep_dir) / PARENT_FILE if sweep_dir else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        parent = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        log.warning("%s unreadable, the run is not nested under its sweep: %s", path, err)
+        return {}
+    if parent.get("tracking_uri") != tracking_uri:
+        return {}  # the parent lives in another store: a tag naming it would point nowhere
+    tags = {"harness.parent_uid": parent["run_uid"]} if parent.get("run_uid") else {}
+    if parent.get("run_id"):
+        tags["mlflow.parentRunId"] = parent["run_id"]
+    return tags
+
+
+def open_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str] = None) -> Tracker:
+    """Open the tracking run of a job (continuing the checkpoint's run when resuming)."""
+    from harness.trainers.checkpoint import resumed_run_id
+    from harness.tracking.params import flatten, redacted_yaml, run_tags, safe_run_name
+    from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(redacted_yaml(cfg))
+    if cfg.tracking.backend == "none":
+        return Tracker(run_dir)
+    uri = tracking_uri(cfg)
+    spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=safe_run_name(run_name),
+                   params=flatten(cfg), tags={**run_tags(cfg, sweep_dir), **parent_tags(sweep_dir, uri)},
+                   artifact_location=artifact_root(cfg))
+    tracker = MlflowTracker(run_dir, spec, experiment_id=lambda: ensure_experiment(cfg)[1],
+                            resume_run_id=resumed_run_id(cfg))
+    tracker.log_artifact(run_dir / "config.yaml")
+    return tracker

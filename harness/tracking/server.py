@@ -1,0 +1,166 @@
+"""`python -m harness server`: an MLflow tracking server for many writers (sweeps, Slurm arrays).
+
+    python -m harness server [--port 5000] [--backend-store-uri sqlite:///... | postgresql://...]
+                             [--artifacts-destination DIR] [--host 127.0.0.1] [--workers 2]
+
+The database is created (or migrated) here, once, under a file lock, BEFORE the server starts, so neither
+the server's workers nor the runs race on its creation. Then `mlflow server` starts in its own process
+group, and this waits until it answers, prints its URL, and stops it cleanly on Ctrl-C / SIGTERM.
+Point runs at it with `tracking=server` (http://127.0.0.1:5000) or `tracking.uri=http://HOST:PORT`."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+from harness.tracking.params import scrub
+from harness.tracking.store import default_root, default_uri, folder_lock
+
+BACKEND_SCHEMES = ("sqlite", "postgresql")
+READY_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 15.0
+
+
+class BadArgument(Exception):
+    """An argument the server cannot start with; the message is one line naming it (exit code 2)."""
+
+
+class StartFailed(Exception):
+    """The server did not come up (exit code 1)."""
+
+
+def _check_backend(uri: str) -> None:
+    scheme = uri.split(":", 1)[0].split("+")[0]
+    if "://" not in uri or scheme not in BACKEND_SCHEMES:
+        raise BadArgument(f"--backend-store-uri={scrub(uri)!r} is not allowed: use sqlite:///PATH or "
+                          "postgresql://USER@HOST:PORT/DB")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    if not 0 < port < 65536:
+        raise BadArgument(f"--port={port} is not allowed: a port number 1-65535")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: TIME_WAIT is no conflict
+        try:
+            sock.bind((host, port))
+        except OSError as err:
+            raise BadArgument(f"--port={port} is not allowed: {host}:{port} is in use ({err.strerror}); "
+                              f"pick a free port, e.g. --port {port + 1}") from None
+
+
+def prepare_database(uri: str, artifact_root: str) -> None:
+    """Create the MLflow schema of an empty database, or migrate an old one, before anyone else uses it."""
+    from mlflow.store.db import utils as db_utils
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    lock_folder = Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///") else default_root()
+    if uri.startswith("sqlite:///"):
+        lock_folder.mkdir(parents=True, exist_ok=True)
+    with folder_lock(lock_folder):
+        engine = db_utils.create_sqlalchemy_engine(uri)
+        try:
+            if db_utils._all_tables_exist(engine) and \
+                    db_utils._get_schema_version(engine) != db_utils._get_latest_schema_revision():
+                print(f"harness server: migrating {scrub(uri)} to the current MLflow schema", flush=True)
+                db_utils._upgrade_db(engine)
+        finally:
+            engine.dispose()
+        SqlAlchemyStore(uri, artifact_root)  # creates the tables of an empty database and the default experiment
+
+
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise StartFailed(f"mlflow server exited with code {process.returncode} before answering "
+                              "(its messages are above)")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise StartFailed(f"mlflow server did not answer at {url}/health within {timeout:.0f} s")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """Terminate the server's whole process group (the workers too); kill it if it lingers."""
+    for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _parse(argv: List[str]) -> argparse.Namespace:
+    root = default_root()
+    parser = argparse.ArgumentParser(prog="python -m harness server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    parser.add_argument("--backend-store-uri", default=default_uri(root),
+                        help="sqlite:///PATH or postgresql://... (default: <HARNESS_OUTPUT_ROOT or .>/mlruns.db)")
+    parser.add_argument("--artifacts-destination", default=str(root / "mlartifacts"),
+                        help="folder for artifacts (default: <HARNESS_OUTPUT_ROOT or .>/mlartifacts)")
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes (default 2)")
+    parser.add_argument("--access-log", action="store_true", help="log every request (off: thousands a sweep)")
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: List[str]) -> int:
+    args = _parse(argv)
+    process: Optional[subprocess.Popen] = None
+
+    def request_stop(_signum, _frame):
+        raise KeyboardInterrupt  # SIGTERM stops the server as Ctrl-C does
+
+    try:
+        _check_backend(args.backend_store_uri)
+        if args.workers < 1:
+            raise BadArgument(f"--workers={args.workers} is not allowed: an integer >= 1")
+        _check_port_free(args.host, args.port)
+        artifacts = Path(args.artifacts_destination).expanduser().resolve()
+        artifacts.mkdir(parents=True, exist_ok=True)
+        prepare_database(args.backend_store_uri, artifacts.as_uri())
+        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", args.backend_store_uri,
+                   "--artifacts-destination", str(artifacts), "--host", args.host, "--port", str(args.port),
+                   "--workers", str(args.workers)]
+        if not args.access_log:
+            command += ["--uvicorn-opts", "--no-access-log"]
+        signal.signal(signal.SIGTERM, request_stop)
+        process = subprocess.Popen(command, start_new_session=True)
+        url = f"http://{args.host}:{args.port}"
+        _wait_ready(url, process, args.ready_timeout)
+        print(f"harness server: ready at {url} (backend {scrub(args.backend_store_uri)}, artifacts {artifacts}, "
+              f"process group {process.pid})\n"
+              f"  runs: python -m harness tracking=server   (or tracking.uri={url})\n"
+              f"  stop: Ctrl-C", flush=True)
+        code = process.wait()
+        print(f"harness server: mlflow server exited with code {code}", file=sys.stderr)
+        return code or 1
+    except BadArgument as err:
+        print(f"harness server: error: {err}", file=sys.stderr)
+        return 2
+    except StartFailed as err:
+        print(f"harness server: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("harness server: stopping", flush=True)
+        return 0
+    finally:
+        if process is not None:
+            _stop(process)

@@ -1,0 +1,177 @@
+"""The parent run of a sweep, as a Hydra callback: one parent per `multirun` invocation, the jobs nested
+under it (they read `<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`).
+
+Registered in conf/config.yaml:
+    hydra:
+      callbacks:
+        sweep_tracking:
+          _target_: harness.tracking.sweep_callback.SweepTracking
+
+The parent holds the sweep definition (`sweep.yaml`: the task overrides), the sweep size (tag
+`harness.sweep_size`, for `python -m harness status --watch`) and, when the sweep ends, its status
+(FINISHED if every job finished, or was skipped / pruned / submitted, else FAILED) and its reports
+(`harness.reports.build_sweep_reports`).
+Tracking trouble never fails a sweep: it is logged and the jobs run."""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import yaml
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("harness")
+
+PARENT_FILE = "parent_run.json"
+SWEEP_FILE = "sweep.yaml"
+
+
+def sweep_size(config: DictConfig, overrides: List[str]) -> Optional[int]:
+    """How many jobs the sweep will run: Optuna's n_trials, or the size of the basic sweeper's grid."""
+    trials = OmegaConf.select(config, "hydra.sweeper.n_trials", default=None)
+    if isinstance(trials, int):
+        return trials
+    try:
+        from harness.config.compose import expand_sweep
+
+        return len(expand_sweep(overrides))
+    except Exception:
+        return None
+
+
+def job_statuses(sweep_dir: Path) -> Dict[str, str]:
+    """Job folder -> status. This process's job results come first (they know PRUNED, SKIPPED, SUBMITTED);
+    then the `status.txt` every job writes when it ends, on any node; a job folder with neither (a job
+    killed with SIGKILL, or one that crashed before tracking) is UNKNOWN."""
+    statuses = {}
+    for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir()):
+        if not ((folder / ".hydra").is_dir() or (folder / "config.yaml").is_file()):
+            continue  # spool/, reports/, ...: not a job
+        status_file = folder / "status.txt"
+        status = "SKIPPED" if (folder / "skipped.json").is_file() else "UNKNOWN"
+        statuses[str(folder.resolve())] = status_file.read_text().strip() if status_file.is_file() else status
+    try:
+        from harness.job import RESULTS
+    except ImportError:
+        RESULTS = []
+    for result in RESULTS:
+        statuses[str(Path(result.run_dir).resolve())] = result.status
+    return statuses
+
+
+def ok_statuses() -> Tuple[str, ...]:
+    try:
+        from harness.job import OK_STATUSES
+    except ImportError:
+        return ("FINISHED", "SKIPPED")
+    return tuple(OK_STATUSES)
+
+
+class SweepTracking(Callback):
+    def __init__(self, **_: Any):
+        self.tracker = None
+        self.sweep_dir: Optional[Path] = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        try:
+            self._open_parent(config)
+        except Exception as err:  # the jobs run without a parent rather than not at all
+            log.warning("sweep tracking: no parent run for %s: %s", self.sweep_dir, err)
+
+    def _open_parent(self, config: DictConfig) -> None:
+        from harness.tracking.params import common_tags, mask_overrides, scrub, sweep_id
+        from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
+        from harness.tracking.tracker import MlflowTracker, RunSpec
+
+        if config.tracking.backend != "mlflow":
+            return
+        sweep_dir = self.sweep_dir
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        overrides = [str(o) for o in config.hydra.overrides.task]
+        tags = {**common_tags(str(sweep_dir)), "harness.role": "parent",
+                "harness.sweep_dir": str(sweep_dir.resolve())}
+        size = sweep_size(config, overrides)
+        if size:
+            tags["harness.sweep_size"] = str(size)
+        shown = mask_overrides(overrides)
+        uri = tracking_uri(config)
+        experiment: Dict[str, str] = {}
+
+        def experiment_id() -> str:
+            experiment["id"] = ensure_experiment(config)[1]
+            return experiment["id"]
+
+        spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(config),
+                       run_name=f"sweep {sweep_id(str(sweep_dir))}: {' '.join(shown)}"[:250], params={},
+                       tags={k: scrub(v) for k, v in tags.items()}, artifact_location=artifact_root(config))
+        self.tracker = MlflowTracker(sweep_dir, spec, experiment_id=experiment_id)
+        (sweep_dir / PARENT_FILE).write_text(json.dumps({
+            "run_id": self.tracker.run_id, "tracking_uri": uri, "experiment_id": experiment.get("id"),
+            "run_uid": self.tracker.uid}, indent=1))
+        definition = {"sweep_id": sweep_id(str(sweep_dir)), "sweep_dir": str(sweep_dir.resolve()),
+                      "experiment": spec.experiment_name, "jobs": size, "overrides": shown}
+        (sweep_dir / SWEEP_FILE).write_text(yaml.safe_dump(definition, sort_keys=False))
+        self.tracker.log_artifact(sweep_dir / SWEEP_FILE)
+        self._refresh_view(experiment.get("id"))
+        atexit.register(self._close_if_still_open)
+        log.info("sweep %s: parent run %s", definition["sweep_id"],
+                 self.tracker.run_id or "spooled until the tracking store is reachable")
+
+    def _refresh_view(self, experiment_id: Optional[str]) -> None:
+        """Experiments created before the harness view existed get it too; print where to look."""
+        from harness.tracking.ui import runs_url, set_default_view
+
+        if experiment_id is None or self.tracker.offline:
+            return
+        try:
+            set_default_view(self.tracker.client, experiment_id)
+        except Exception as err:
+            log.debug("sweep tracking: no UI view: %s", err)
+        url = runs_url(self.tracker.spec.tracking_uri, experiment_id)
+        if url:
+            log.info("sweep runs in the MLflow UI: %s", url)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
+        if self.tracker is not None:
+            try:
+                statuses = job_statuses(sweep_dir)
+                failed = {Path(name).name: s for name, s in statuses.items() if s not in ok_statuses()}
+                status = "FINISHED" if statuses and not failed else "FAILED"
+                error = None if status == "FINISHED" else (
+                    "jobs not FINISHED: " + ", ".join(f"{n}: {s}" for n, s in failed.items()) if failed
+                    else "the sweep ran no job")
+                self._finish(status, error)
+            except Exception as err:
+                log.warning("sweep tracking: closing the parent run failed: %s", err)
+        _build_reports(sweep_dir)
+
+    def _finish(self, status: str, error: Optional[str]) -> None:
+        tracker, self.tracker = self.tracker, None
+        if tracker is not None:
+            tracker.finish(status, error=error)
+
+    def _close_if_still_open(self) -> None:
+        """The sweep process is exiting before `on_multirun_end` (Ctrl-C, SIGTERM in a job, a crash)."""
+        try:
+            self._finish("KILLED", "the sweep stopped before all its jobs ended")
+        except Exception as err:
+            log.warning("sweep tracking: closing the parent run failed: %s", err)
+
+
+def _build_reports(sweep_dir: Path) -> None:
+    """The sweep's reports, if the reports package offers them; a report never fails a sweep."""
+    try:
+        from harness.reports import build_sweep_reports
+    except ImportError as err:
+        log.info("no sweep reports: %s", err)
+        return
+    try:
+        build_sweep_reports(sweep_dir)
+    except Exception as err:
+        log.warning("sweep reports for %s failed: %s", sweep_dir, err)

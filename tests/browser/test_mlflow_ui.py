@@ -1,0 +1,93 @@
+"""The MLflow UI, in headless Chromium, after a 4-run sweep tracked on `python -m harness server`: the
+experiment's runs table (harness view: `?viewStateShareKey=harness`) lists the sweep's parent with the
+algo.name / algo.delta columns and, expanded, its four jobs under it with their values; a job's metric
+chart renders. Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser (or the test's tmp folder)."""
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import pytest
+from chromium import DevTools, artifacts_dir, one_shot
+from tracking_helpers import Server, free_port
+
+from harness.tracking.ui import runs_url
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.tracking.sweep_callback.SweepTracking"
+CHART_METRIC = "train/entropy"
+EXPANDER = ("[row-id='{id}'] button[data-component-id*='runnamecellrenderer']",
+            "[row-id='{id}'] [col-id='attributes.`Run Name`'] button")
+
+
+def metric_url(server_url: str, experiment_id: str, run_id: str, key: str) -> str:
+    """MLflow's metric page (its route as the UI builds it: a JSON value per query parameter)."""
+    query = {"runs": [run_id], "metric": key, "experiments": [experiment_id], "plot_metric_keys": [key],
+             "plot_layout": {}, "x_axis": "step", "y_axis_scale": "linear", "line_smoothness": 1,
+             "show_point": True, "deselected_curves": [], "last_linear_y_axis_range": []}
+    args = "&".join(f"{k}={quote(v if k in ('x_axis', 'y_axis_scale') else json.dumps(v))}"
+                    for k, v in query.items())
+    return f"{server_url}/#/metric?{args}"
+
+
+def row_text(page: DevTools, run_id: str) -> str:
+    """A table row's text (ag-grid splits a row over pinned and scrolling containers)."""
+    return page.evaluate(f"Array.from(document.querySelectorAll(\"[row-id='{run_id}']\"))"
+                         ".map(e => e.innerText).join(' | ')") or ""
+
+
+@pytest.fixture
+def tracked_sweep(tmp_path, run_harness):
+    server = Server(run_harness.root, free_port()).start()
+    try:
+        run_harness("multirun", "algo=dppo,drpo", "delta=0.1,0.2", "debug=quick", "tracking=server",
+                    f"tracking.uri={server.url}", CALLBACK, check=True)
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(tracking_uri=server.url)
+        experiment = client.get_experiment_by_name("harness")
+        runs = client.search_runs([experiment.experiment_id])
+        yield server, experiment.experiment_id, runs
+    finally:
+        assert server.stop() == 0
+
+
+def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, tmp_path):
+    server, experiment_id, runs = tracked_sweep
+    out = artifacts_dir(tmp_path)
+    print(f"\nbrowser test artifacts: {out}")
+    parent = next(r for r in runs if r.data.tags.get("harness.role") == "parent")
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert len(children) == 4
+    url = runs_url(server.url, experiment_id)
+
+    dom = one_shot(chromium, url, "--dump-dom")  # the standard flags: the parent, and the harness columns
+    (out / "runs_table.html").write_text(dom)
+    for text in ("algo.name", "algo.delta", parent.info.run_name[:30]):
+        assert text in dom, f"{text!r} not in the runs table"
+
+    page = DevTools(chromium, url)
+    try:
+        page.wait_for(lambda: parent.info.run_name[:30] in page.text(), "the parent run")
+        clicked = page.evaluate("(() => { for (const s of %s) { const b = document.querySelector(s);"
+                                " if (b) { b.click(); return true; } } return false; })()"
+                                % json.dumps([e.format(id=parent.info.run_id) for e in EXPANDER]))
+        assert clicked, "no expander on the parent row"
+        page.wait_for(lambda: all(row_text(page, c.info.run_id) for c in children), "the four jobs")
+        page.screenshot(out / "runs_table_expanded.png")
+        order = page.evaluate("Array.from(document.querySelectorAll('.ag-center-cols-container [row-id]'))"
+                              ".map(e => e.getAttribute('row-id'))")
+        for child in children:
+            text = row_text(page, child.info.run_id)
+            assert child.data.params["algo.name"] in text and child.data.params["algo.delta"] in text, text
+            assert order.index(child.info.run_id) > order.index(parent.info.run_id), "jobs sit under the parent"
+    finally:
+        page.close()
+
+    child = children[0]
+    chart = metric_url(server.url, experiment_id, child.info.run_id, CHART_METRIC)
+    one_shot(chromium, chart, f"--screenshot={out / 'metric_chart.png'}")
+    assert (out / "metric_chart.png").stat().st_size > 20_000, "the chart screenshot looks empty"
+    chart_dom = one_shot(chromium, chart, "--dump-dom")
+    assert CHART_METRIC in chart_dom and "main-svg" in chart_dom, "no plotted chart on the metric page"

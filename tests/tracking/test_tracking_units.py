@@ -1,0 +1,71 @@
+"""Fast checks of the pieces: secret detection and masking, the spool's file format, the sweep size, and
+the server's refusal of bad arguments."""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from omegaconf import OmegaConf
+from tracking_helpers import harness_tool
+
+from harness.tracking.params import flatten, looks_secret, mask_overrides, redacted_yaml, safe_run_name, scrub
+from harness.tracking.spool import RunRecord, Spool, find_spools
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "api_token", "aws.secret_access_key", "MLFLOW_TRACKING_PASSWORD",
+                                  "x.api-key", "GPG_KEY", "db.key", "HTTP_AUTHORIZATION", "MLFLOW_TRACKING_AUTH",
+                                  "google.credentials_file", "ssh.passphrase"])
+def test_credential_names_look_secret(name):
+    assert looks_secret(name)
+
+
+@pytest.mark.parametrize("name", ["trainer.max_new_tokens", "tokenizer", "pad_token_id", "trainer.topk",
+                                  "XAUTHORITY", "GIT_AUTHOR_NAME", "keyboard", "monkey", "HARNESS_HEARTBEAT_S"])
+def test_ordinary_names_do_not(name):
+    assert not looks_secret(name)
+
+
+def test_masking(monkeypatch):
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-123456789")
+    assert scrub("url?t=tok-123456789") == "url?t=***"
+    assert scrub("http://alice:pa55word@host:5000/x") == "http://alice:***@host:5000/x"
+    assert mask_overrides(["+db.password=abc", "algo=dppo", "~x.api_key"]) == ["+db.password=***", "algo=dppo",
+                                                                              "~x.api_key"]
+    assert safe_run_name("algo=dppo,+hf.token=abc") == "algo=dppo,+hf.token=***"
+    cfg = OmegaConf.create({"a": {"token": "abc", "note": "tok-123456789", "max_new_tokens": 4}, "b": [1]})
+    assert flatten(cfg) == {"a.note": "***", "a.max_new_tokens": "4", "b": "[1]"}
+    assert "abc" not in redacted_yaml(cfg) and "token: '***'" in redacted_yaml(cfg)
+
+
+def test_spool_ignores_an_unfinished_last_line(tmp_path):
+    spool = Spool(tmp_path / "spool")
+    spool.open(RunRecord(uid="u1", tracking_uri="http://x", experiment_name="e", run_name="r", start_time=1))
+    spool.append({"op": "metrics", "step": 1, "ts": 1, "values": {"a": 1.0}})
+    with open(tmp_path / "spool" / "ops.jsonl", "a") as handle:
+        handle.write('{"op": "metr')  # a process killed in the middle of a write
+    assert [op["step"] for _, op in spool.ops()] == [1]
+    spool.open(RunRecord(uid="u1", tracking_uri="http://y", experiment_name="e", run_name="r", start_time=1))
+    assert spool.record().tracking_uri == "http://x", "reopening the same run keeps its record"
+    (tmp_path / "0" / "spool").mkdir(parents=True)
+    (tmp_path / "0" / "spool" / "run.json").write_text(json.dumps({}))
+    assert [s.folder for s in find_spools(tmp_path)] == [tmp_path / "spool", tmp_path / "0" / "spool"]
+
+
+def test_sweep_size_counts_the_grid():
+    from harness.tracking.sweep_callback import sweep_size
+
+    assert sweep_size(OmegaConf.create({}), ["algo=dppo,drpo", "delta=0.1,0.2", "debug=quick"]) == 4
+
+
+def test_server_refuses_bad_arguments(tmp_path):
+    bad_scheme = harness_tool("server", "--backend-store-uri", "mysql://u:secretpw@h/db", root=tmp_path)
+    assert bad_scheme.returncode == 2 and "--backend-store-uri=" in bad_scheme.stderr
+    assert "secretpw" not in bad_scheme.stderr and "sqlite:///" in bad_scheme.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        taken = harness_tool("server", "--port", str(port), root=tmp_path)
+    assert taken.returncode == 2 and f"--port={port} is not allowed" in taken.stderr
+    assert not (tmp_path / "mlruns.db").exists(), "a refused server creates nothing"
