@@ -4,6 +4,7 @@ Every job of every grid is validated before the first one starts; then each grid
 multirun into the sweep's folder, and the reports the sweep names are built when it ends."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import datetime
@@ -49,11 +50,19 @@ def main(argv: List[str]) -> int:
         print(f"harness: error: sweep {spec.name}: {err}", file=sys.stderr)
         return 2
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
+    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV, PARENT_FILE, close_parent
+
     worst = 0
+    env = {**os.environ, NAMED_SWEEP_ENV: "1"}
     for index, grid in enumerate(grids):
         place = [f"hydra.sweep.dir={sweep_dir}", f"hydra.sweep.subdir=g{index}_${{hydra.job.num}}"]
-        code = subprocess.run([sys.executable, "-m", "harness", "multirun", *grid, *place, *flags]).returncode
+        code = subprocess.run([sys.executable, "-m", "harness", "multirun", *grid, *place, *flags], env=env).returncode
         worst = max(worst, code)
+    if (sweep_dir / PARENT_FILE).is_file():
+        try:
+            print(f"sweep {spec.name}: parent run {close_parent(sweep_dir)}")
+        except Exception as err:  # the runs are recorded either way
+            print(f"harness: warning: could not close the parent run: {err}", file=sys.stderr)
     _build_reports(sweep_dir, spec.reports)
     return worst
 

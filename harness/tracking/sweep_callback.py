@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -27,6 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 log = logging.getLogger("harness")
 
 PARENT_FILE = "parent_run.json"
+# Set by `python -m harness sweep` for the multiruns of its grids, which share one folder and parent run.
+NAMED_SWEEP_ENV = "HARNESS_NAMED_SWEEP"
 SWEEP_FILE = "sweep.yaml"
 
 
@@ -78,6 +81,8 @@ class SweepTracking(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        if os.environ.get(NAMED_SWEEP_ENV) and (self.sweep_dir / PARENT_FILE).is_file():
+            return  # a later grid of a named sweep: its jobs join the parent run the first grid opened
         try:
             self._open_parent(config)
         except Exception as err:  # the jobs run without a parent rather than not at all
@@ -138,6 +143,9 @@ class SweepTracking(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
+        if os.environ.get(NAMED_SWEEP_ENV):
+            self.tracker = None  # `python -m harness sweep` closes the parent and builds the reports at its end
+            return
         if self.tracker is not None:
             try:
                 statuses = job_statuses(sweep_dir)
@@ -162,6 +170,18 @@ class SweepTracking(Callback):
             self._finish("KILLED", "the sweep stopped before all its jobs ended")
         except Exception as err:
             log.warning("sweep tracking: closing the parent run failed: %s", err)
+
+
+def close_parent(sweep_dir: Path) -> Optional[str]:
+    """Terminate a sweep's parent run from its jobs' statuses (for sweeps made of several multiruns)."""
+    info = json.loads((sweep_dir / PARENT_FILE).read_text())
+    statuses = job_statuses(sweep_dir)
+    status = "FINISHED" if statuses and all(s in ok_statuses() for s in statuses.values()) else "FAILED"
+    if info.get("run_id"):
+        from mlflow.tracking import MlflowClient
+
+        MlflowClient(tracking_uri=info["tracking_uri"]).set_terminated(info["run_id"], status=status)
+    return status
 
 
 def _build_reports(sweep_dir: Path) -> None:
