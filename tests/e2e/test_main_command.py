@@ -14,6 +14,9 @@ def test_main_command_runs_six_learning_runs(run_harness):
     assert "6 runs: 6 finished" in proc.stdout
     client, runs = runs_of(run_harness.root)
     assert len(runs) == 6 and all(r.info.status == "FINISHED" for r in runs)
+    _, parents = runs_of(run_harness.root, role="parent")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
     assert sorted((r.data.params["algo.name"], float(r.data.params["algo.delta"])) for r in runs) == sorted(
         (a, d) for a in ("dppo", "drpo") for d in (0.1, 0.15, 0.2))
     for run in runs:

@@ -37,7 +37,8 @@ def mlflow_runs(root: Path, experiment="harness"):
 
     client = MlflowClient(tracking_uri=f"sqlite:///{root / 'mlruns.db'}")
     exp = client.get_experiment_by_name(experiment)
-    return client, client.search_runs([exp.experiment_id])
+    runs = client.search_runs([exp.experiment_id])
+    return client, [r for r in runs if r.data.tags.get("harness.role") != "parent"]
 
 
 def test_four_run_sweep_on_slurm(slurm_cluster, run_harness):
