@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import logging
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -78,11 +78,15 @@ class SweepTracking(Callback):
     def __init__(self, **_: Any):
         self.tracker = None
         self.sweep_dir: Optional[Path] = None
+        self._pulse = None  # the parent's heartbeat while a later grid of a named sweep runs
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         if os.environ.get(NAMED_SWEEP_ENV) and (self.sweep_dir / PARENT_FILE).is_file():
-            return  # a later grid of a named sweep: its jobs join the parent run the first grid opened
+            # a later grid of a named sweep: its jobs join the parent run the first grid opened, and this
+            # process keeps that parent's heartbeat going (else `repair` would take it for dead)
+            self._pulse = _parent_pulse(self.sweep_dir)
+            return
         try:
             self._open_parent(config)
         except Exception as err:  # the jobs run without a parent rather than not at all
@@ -144,7 +148,11 @@ class SweepTracking(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
         if os.environ.get(NAMED_SWEEP_ENV):
-            self.tracker = None  # `python -m harness sweep` closes the parent and builds the reports at its end
+            # `python -m harness sweep` closes the parent (close_parent) and builds the reports at its end
+            for pulse in (self._pulse, getattr(self.tracker, "_heartbeat", None)):
+                if pulse is not None:
+                    pulse.stop()
+            self.tracker = self._pulse = None
             return
         if self.tracker is not None:
             try:
@@ -172,15 +180,48 @@ class SweepTracking(Callback):
             log.warning("sweep tracking: closing the parent run failed: %s", err)
 
 
+def _parent_pulse(sweep_dir: Path):
+    """A heartbeat for the parent run recorded in `<sweep_dir>/parent_run.json` (None if it has no id)."""
+    from mlflow.tracking import MlflowClient
+
+    from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
+    from harness.tracking.outage import apply_client_defaults
+
+    info = json.loads((sweep_dir / PARENT_FILE).read_text())
+    if not info.get("run_id"):
+        return None
+    apply_client_defaults()
+    client = MlflowClient(tracking_uri=info["tracking_uri"])
+    return Heartbeat(lambda: client.set_tag(info["run_id"], HEARTBEAT_TAG, str(now_s())), name="parent").start()
+
+
 def close_parent(sweep_dir: Path) -> Optional[str]:
-    """Terminate a sweep's parent run from its jobs' statuses (for sweeps made of several multiruns)."""
+    """Terminate a sweep's parent run from its jobs' statuses (for sweeps made of several multiruns).
+
+    With the store away (or the parent never created), the status goes to the parent's spool, for
+    `python -m harness sync <sweep_dir>`."""
+    from harness.tracking.outage import apply_client_defaults
+    from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
+    from harness.tracking.tracker import now_ms
+
     info = json.loads((sweep_dir / PARENT_FILE).read_text())
     statuses = job_statuses(sweep_dir)
     status = "FINISHED" if statuses and all(s in ok_statuses() for s in statuses.values()) else "FAILED"
-    if info.get("run_id"):
+    end = now_ms()
+    try:
+        if not info.get("run_id"):
+            raise LookupError("the parent run was never created on the store")
         from mlflow.tracking import MlflowClient
 
-        MlflowClient(tracking_uri=info["tracking_uri"]).set_terminated(info["run_id"], status=status)
+        apply_client_defaults()
+        MlflowClient(tracking_uri=info["tracking_uri"]).set_terminated(info["run_id"], status=status, end_time=end)
+    except Exception as err:
+        spool = Spool(sweep_dir / SPOOL_DIR)
+        if not spool.exists:
+            spool.open(RunRecord(uid=info.get("run_uid") or "", tracking_uri=info["tracking_uri"],
+                                 experiment_name="", run_name="", start_time=0, run_id=info.get("run_id")))
+        spool.append({"op": "terminate", "status": status, "end_time": end})
+        log.warning("sweep parent status %s spooled (%s): python -m harness sync %s", status, err, sweep_dir)
     return status
 
 
