@@ -36,7 +36,7 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=")
+                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
 
 
 def run_name(overrides) -> str:

@@ -31,6 +31,17 @@ class HarnessLauncher(Launcher):
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
+    def __getstate__(self) -> dict:
+        """What travels to a worker: everything but the driver's Hydra callbacks, which hold live state
+        (the sweep's parent run, its heartbeat thread) that belongs to the driver alone."""
+        from hydra._internal.callbacks import Callbacks
+
+        state = self.__dict__.copy()
+        if self.hydra_context is not None:
+            state["hydra_context"] = HydraContext(config_loader=self.hydra_context.config_loader,
+                                                  callbacks=Callbacks())
+        return state
+
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         setup_globals()
         assert self.config is not None

@@ -105,3 +105,18 @@ def test_requeued_job_resumes_exactly(slurm_cluster, run_harness):
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     steps = [m.step for m in client.get_metric_history(runs[0].info.run_id, "train/reward")]
     assert sorted(steps) == list(range(1, 41)), "every step logged exactly once"
+
+
+def test_detached_sweep_then_status(slurm_cluster, run_harness):
+    """--detach returns right after submission; `status --watch` follows the runs until they end."""
+    started = time.time()
+    proc = run_harness("multirun", "launcher=slurm", "algo=dppo,drpo", "debug=quick", "--detach", check=True)
+    assert "2 submitted" in proc.stdout
+    assert time.time() - started < 60
+    sweep_dir = next(run_harness.root.glob("multirun/*/*"))
+    sweep_id = "/".join(sweep_dir.parts[-2:])
+    status = run_harness("status", "--sweep", sweep_id, "--watch", "--interval", "2", timeout=300)
+    assert status.returncode == 0, status.stdout[-2000:] + status.stderr[-2000:]
+    assert "2 runs: 2 finished" in status.stdout
+    for name in ("algo=dppo", "algo=drpo"):
+        assert name in status.stdout
