@@ -18,7 +18,8 @@ def _run_ids(sweep_dir):
     client = MlflowClient(f"sqlite:///{sweep_dir.parents[2] / 'mlruns.db'}")  # <root>/multirun/<date>/<time>
     sweep_id = "/".join(sweep_dir.parts[-2:])
     return {r.info.run_id for r in client.search_runs(
-        [e.experiment_id for e in client.search_experiments()], f"tags.`harness.sweep_id` = '{sweep_id}'")}
+        [e.experiment_id for e in client.search_experiments()], f"tags.`harness.sweep_id` = '{sweep_id}'")
+        if r.data.tags.get("harness.role") != "parent"}  # the jobs' runs, not the sweep's parent run
 
 
 @pytest.mark.parametrize("sweep", sorted(EXPECTED))
