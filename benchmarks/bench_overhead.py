@@ -1,0 +1,171 @@
+"""Harness overhead: a whole run's wall time minus the trainer's own time, and the CLI's start-up time.
+
+    python benchmarks/bench_overhead.py [--quick] [--json PATH] [--reps N]
+
+1. `python -m harness trainer.steps=S` (default spec: dppo, sorting, MLflow SQLite store, checkpoints and
+   evals every 10 steps) sized to a ~60 s run (S from a short calibration run; --quick: one debug=quick
+   run), in a subprocess whose `harness.cli.main` is wrapped with timers: the trainer's own time is every
+   `_rl_step` and `_evaluate` plus the trainer's construction (model, warm start from the cache); the
+   overhead is the rest of the wall time measured by the parent — interpreter start, imports,
+   composition and validation (preflight + Hydra), the store, the tracking run, per-step logging,
+   checkpoints, closing. Figure: overhead / wall time (target <= 3%), median over repetitions.
+2. `python -m harness --cfg job` against `python -c "import hydra"`, alternating (target <= 1.5x). A bare
+   `@hydra.main` app printing the same config is timed alongside, as the floor for a Hydra-native CLI.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import bench_args, figure, median, median_ratio, write_figures  # noqa: E402
+
+NAME = "overhead"
+RUN_SECONDS = 60.0
+
+# Runs `python -m harness ARGS` with timers around the phases; writes them to $BENCH_TIMINGS at exit.
+TIMED_CLI = r"""
+import time; T0 = time.time()
+import atexit, json, os, sys
+acc, counts, depth = {}, {}, {}
+def wrap(owner, attr, key):
+    fn = getattr(owner, attr)
+    def timed(*a, **k):
+        # logging and checkpoints inside train() apart from those in the trainer's construction
+        key_now = key + "_outside_train" if key in ("log_metrics", "checkpoints") and not depth.get("train") else key
+        depth[key] = depth.get(key, 0) + 1
+        started = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            depth[key] -= 1
+            if not depth[key]:  # count nested calls (super().finish) once
+                acc[key_now] = acc.get(key_now, 0.0) + time.perf_counter() - started
+                counts[key_now] = counts.get(key_now, 0) + 1
+    setattr(owner, attr, timed)
+started = time.perf_counter()
+import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
+import harness.trainers, harness.trainers.builtin.trainer as bt, harness.tracking.tracker as tt
+acc["imports"] = time.perf_counter() - started
+wrap(harness.config.compose, "preflight", "preflight")
+wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
+wrap(harness.tracking, "open_tracker", "open_tracker")
+wrap(harness.trainers, "build_trainer", "trainer_init")
+wrap(harness.job, "run_job", "job")
+wrap(bt.BuiltinTrainer, "train", "train")
+wrap(bt.BuiltinTrainer, "_rl_step", "rl_steps")
+wrap(bt.BuiltinTrainer, "_evaluate", "evals")
+wrap(bt, "save_checkpoint", "checkpoints")
+for cls in (tt.Tracker, tt.MlflowTracker):
+    for attr, key in (("log_metrics", "log_metrics"), ("finish", "tracker_finish")):
+        if attr in vars(cls):
+            wrap(cls, attr, key)
+def dump():
+    with open(os.environ["BENCH_TIMINGS"], "w") as f:
+        json.dump({"t0": T0, "t_end": time.time(), "seconds": acc, "counts": counts}, f)
+atexit.register(dump)
+harness.cli.main(sys.argv[1:])
+"""
+
+HYDRA_APP = r"""
+import hydra
+from harness.config.schema import register_schemas
+register_schemas()
+hydra.main(version_base="1.3", config_path="pkg://harness.conf", config_name="config")(lambda cfg: None)()
+"""
+
+
+def timed_run(overrides, root: Path, cache_dir: Path) -> dict:
+    """One `python -m harness` run under the timers; returns its phases, wall time and overhead."""
+    timings = root / f"timings-{time.time_ns()}.json"
+    env = {**os.environ, "BENCH_TIMINGS": str(timings), "HARNESS_OUTPUT_ROOT": str(root), "PYTHONUNBUFFERED": "1"}
+    # --force: the repetitions are identical configs, which the harness would otherwise skip as finished
+    argv = [sys.executable, "-c", TIMED_CLI, *overrides, f"cache_dir={cache_dir}", "trainer.progress=false", "--force"]
+    launched = time.time()
+    proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+    ended = time.time()
+    if proc.returncode != 0:
+        raise RuntimeError(f"python -m harness {' '.join(overrides)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    t = json.loads(timings.read_text())
+    if not t["counts"].get("rl_steps"):
+        raise RuntimeError(f"python -m harness {' '.join(overrides)} trained no step:\n{proc.stdout[-2000:]}")
+    s = t["seconds"]
+    wall = ended - launched
+    trainer = s.get("rl_steps", 0.0) + s.get("evals", 0.0) + s.get("trainer_init", 0.0)
+    in_train = s.get("train", 0.0) - s.get("rl_steps", 0.0) - s.get("evals", 0.0)
+    phases = {
+        "interpreter_start": t["t0"] - launched,
+        "imports": s["imports"],
+        "preflight": s.get("preflight", 0.0),
+        "prepare_stores": s.get("prepare_stores", 0.0),
+        "open_tracker": s.get("open_tracker", 0.0),
+        "log_metrics": s.get("log_metrics", 0.0),
+        "checkpoints": s.get("checkpoints", 0.0),
+        "tracker_finish": s.get("tracker_finish", 0.0),
+        "train_loop_other": in_train - s.get("log_metrics", 0.0) - s.get("checkpoints", 0.0),
+        "exit": ended - t["t_end"],
+    }
+    phases["hydra_and_other"] = wall - trainer - sum(phases.values())
+    return {"wall_s": wall, "trainer_s": trainer, "overhead_s": wall - trainer, "steps_s": s.get("rl_steps", 0.0),
+            "evals_s": s.get("evals", 0.0), "trainer_init_s": s.get("trainer_init", 0.0),
+            "steps": t["counts"].get("rl_steps", 0), "overhead_phases_s": phases}
+
+
+def cli_startup(reps: int, root: Path) -> dict:
+    env = {**os.environ, "HARNESS_OUTPUT_ROOT": str(root)}
+    commands = {"import_hydra": [sys.executable, "-c", "import hydra"],
+                "cfg_job": [sys.executable, "-m", "harness", "--cfg", "job"],
+                "hydra_app_cfg_job": [sys.executable, "-c", HYDRA_APP, "--cfg", "job"]}
+    times = {k: [] for k in commands}
+    for rep in range(reps + 1):  # the first round warms the page cache and is dropped
+        for key in (list(commands) if rep % 2 else list(commands)[::-1]):
+            started = time.perf_counter()
+            subprocess.run(commands[key], cwd=root, env=env, check=True, capture_output=True)
+            if rep:
+                times[key].append(time.perf_counter() - started)
+    return times
+
+
+def main(argv=None) -> int:
+    args = bench_args(__doc__, argv)
+    reps = args.reps or (1 if args.quick else 2)
+    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
+        root = Path(tmp)
+        startup = cli_startup(2 if args.quick else 10, root)
+        if args.quick:
+            overrides, calibration = ["debug=quick"], None
+        else:
+            calibration = timed_run(["trainer.steps=20"], root, args.cache_dir)  # also creates the store
+            per_step = (calibration["steps_s"] + calibration["evals_s"]) / calibration["steps"]
+            budget = RUN_SECONDS - calibration["overhead_s"] - calibration["trainer_init_s"]
+            steps = max(10, int(round(budget / per_step / 10)) * 10)
+            overrides = [f"trainer.steps={steps}"]
+        runs = [timed_run(overrides, root, args.cache_dir) for _ in range(reps)]
+    fraction = median([r["overhead_s"] / r["wall_s"] for r in runs])
+    figures = [
+        figure(f"{NAME}.run_fraction", fraction, "<= 0.03",
+               "the trainer's own time (steps, evals, construction) inside the same run",
+               wall_s=median([r["wall_s"] for r in runs]), overhead_s=median([r["overhead_s"] for r in runs]),
+               trainer_s=median([r["trainer_s"] for r in runs]), overrides=overrides, reps=len(runs),
+               overhead_phases_s=runs[len(runs) // 2]["overhead_phases_s"],
+               fraction_if_trainer_init_counted=median([(r["overhead_s"] + r["trainer_init_s"]) / r["wall_s"]
+                                                        for r in runs])),
+        figure(f"{NAME}.cfg_job_vs_import_hydra", median_ratio(startup["cfg_job"], startup["import_hydra"]), "<= 1.5",
+               "python -c 'import hydra', alternating",
+               cfg_job_s=median(startup["cfg_job"]), import_hydra_s=median(startup["import_hydra"]),
+               hydra_app_cfg_job_s=median(startup["hydra_app_cfg_job"]),
+               hydra_app_vs_import_hydra=median_ratio(startup["hydra_app_cfg_job"], startup["import_hydra"]),
+               reps=len(startup["cfg_job"])),
+    ]
+    write_figures(args.json, NAME, figures, runs=runs, calibration=calibration, startup_s=startup)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Seconds per RL step and generated tokens/s: the built-in trainer versus TRL's GRPOTrainer, side by side.
+
+    python benchmarks/bench_trainer_vs_trl.py [--quick] [--json PATH] [--reps N]
+
+Both train the same warm-started tiny Qwen3 (the built-in trainer's weights, copied), on the same task
+(sorting, the default) with the same prompts × group size (16 × 8; --quick 4 × 4), completion length
+(task answer + <eos> = 8 tokens), objective (PPO clip ε = 0.2, group-normalised advantages, token-mean
+loss, no KL), optimizer (AdamW, lr 3e-4, no weight decay, grad clip 1.0, constant lr) and one mini-batch
+per step, on CPU with one torch thread. TRL generates with `model.generate` (KV cache, no vLLM) and
+reports to nothing; the built-in trainer logs to its metrics.jsonl only (tracking=none).
+
+Interleaving: TRL's own training loop drives; a callback at the end of every TRL step runs one built-in
+step, so the two alternate step by step in one process. A TRL step is timed from the end of the previous
+built-in step to TRL's next `on_step_end` (its data loading and logging included); a built-in step is
+`_rl_step()` + `log_metrics`, as in `BuiltinTrainer.train`. Figures are medians of per-pair ratios.
+
+Known difference, kept as each trainer does it: with one mini-batch TRL skips the recomputation of the
+old log-probs (π' = π), the built-in trainer always recomputes π' with an extra no-grad forward (it needs
+it for the mismatch metrics and the rollout/recompute anchors).
+"""
+from __future__ import annotations
+
+import copy
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import bench_args, bench_config, median, median_ratio, skipped, figure, write_figures  # noqa: E402
+
+NAME = "trainer_vs_trl"
+TARGET = ">= 2.0"
+BASELINE = "TRL GRPOTrainer, same model/task/batch/optimizer, steps interleaved 1:1 in one process"
+
+
+def builtin_trainer(quick: bool, root: Path, cache_dir: Path):
+    from harness.tracking.tracker import Tracker
+    from harness.trainers.builtin.trainer import BuiltinTrainer
+
+    overrides = ["algo=grpo", "trainer.mini_batches=1", "tracking=none", "trainer.progress=false",
+                 "trainer.torch_threads=1", *(["debug=quick"] if quick else [])]
+    cfg = bench_config(overrides, root, cache_dir)
+    run_dir = root / "builtin"
+    return BuiltinTrainer(cfg, run_dir, Tracker(run_dir)), overrides
+
+
+def trl_trainer(builtin, steps: int, root: Path, callback):
+    """A TRL GRPOTrainer set up like `builtin`, on a copy of its (warm-started) model."""
+    import numpy as np
+    import torch
+    from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from harness.trainers.builtin.tasks.base import Problem
+    from harness.trainers.builtin.tokenizer import BOS, build_tokenizer
+
+    t, task = builtin.t, builtin.task
+    problems = task.sample_train(np.random.default_rng(builtin.cfg.seed + 1), t.prompts_per_step * (steps + 2))
+    # The built-in trainer prepends <bos> itself; TRL tokenizes the prompt text, where "<bos>" is the special token.
+    dataset = Dataset.from_dict({"prompt": [BOS + p.prompt for p in problems], "answer": [p.answer for p in problems]})
+
+    def verifier(prompts, completions, answer, **_):
+        return [task.reward(Problem(p, a), c) for p, a, c in zip(prompts, answer, completions)]
+
+    args = GRPOConfig(
+        output_dir=str(root / "trl"), max_steps=steps, per_device_train_batch_size=t.prompts_per_step * t.group_size,
+        num_generations=t.group_size, gradient_accumulation_steps=1, num_iterations=1,
+        max_completion_length=builtin.max_new_tokens, temperature=t.temperature, top_k=0, top_p=1.0,
+        learning_rate=t.lr, weight_decay=t.weight_decay, max_grad_norm=t.grad_clip, optim="adamw_torch",
+        lr_scheduler_type="constant", warmup_steps=0, beta=0.0, epsilon=0.2, loss_type="dapo",
+        scale_rewards="group", mask_truncated_completions=False, logging_steps=1, save_strategy="no",
+        report_to=[], use_cpu=True, bf16=False, fp16=False, seed=builtin.cfg.seed, disable_tqdm=True,
+        dataloader_num_workers=0, dataloader_pin_memory=False, log_level="error")
+    trainer = GRPOTrainer(model=copy.deepcopy(builtin.model), reward_funcs=verifier, args=args,
+                          train_dataset=dataset, processing_class=build_tokenizer(), callbacks=[callback])
+    trainer.remove_callback(PrinterCallback)  # it prints every step's logs to stdout
+    torch.set_num_threads(builtin.t.torch_threads)
+    return trainer
+
+
+def make_callback(builtin):
+    from transformers import TrainerCallback
+
+    batch = builtin.t.prompts_per_step * builtin.t.group_size
+
+    class Interleave(TrainerCallback):
+        """After each TRL step, one built-in step; records both durations and generated token counts."""
+
+        def __init__(self):
+            self.mark, self.trl_s, self.builtin_s, self.trl_tokens, self.builtin_tokens = None, [], [], [], []
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.mark = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.trl_s.append(time.perf_counter() - self.mark)
+            started = time.perf_counter()
+            metrics = builtin._rl_step()
+            builtin.step += 1
+            builtin.tracker.log_metrics(metrics, step=builtin.step)
+            self.builtin_s.append(time.perf_counter() - started)
+            self.builtin_tokens.append(metrics["train/response_length"] * batch)
+            self.mark = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "completions/mean_length" in logs:
+                self.trl_tokens.append(float(logs["completions/mean_length"]) * batch)
+
+    return Interleave()
+
+
+def main(argv=None) -> int:
+    args = bench_args(__doc__, argv)
+    warmup, reps = (1, args.reps or 3) if args.quick else (3, args.reps or 30)
+    try:
+        import trl
+    except Exception as err:  # optional: pip install -e '.[bench]'
+        reason = f"trl not importable ({type(err).__name__}: {err}); install it with pip install -e '.[bench]'"
+        write_figures(args.json, NAME, [skipped(f"{NAME}.step_speedup", reason, TARGET, BASELINE),
+                                        skipped(f"{NAME}.tokens_per_s", reason, None, BASELINE)])
+        return 0
+    import torch
+    import transformers
+
+    with tempfile.TemporaryDirectory(prefix="bench-trl-") as tmp:
+        root = Path(tmp)
+        builtin, overrides = builtin_trainer(args.quick, root, args.cache_dir)
+        callback = make_callback(builtin)
+        trainer = trl_trainer(builtin, warmup + reps, root, callback)
+        trainer.train()
+        builtin.tracker.finish("FINISHED")
+    trl_s, builtin_s = callback.trl_s[warmup:], callback.builtin_s[warmup:]
+    trl_tok, builtin_tok = callback.trl_tokens[warmup:], callback.builtin_tokens[warmup:]
+    t = builtin.t
+    setup = {"overrides": overrides, "prompts_x_group": f"{t.prompts_per_step} x {t.group_size}",
+             "max_new_tokens": builtin.max_new_tokens, "torch_threads": torch.get_num_threads(),
+             "warmup_steps": warmup, "reps": len(trl_s), "trl": trl.__version__,
+             "transformers": transformers.__version__, "torch": torch.__version__}
+    speed = [b_tok / b / (r_tok / r) for b_tok, b, r_tok, r in zip(builtin_tok, builtin_s, trl_tok, trl_s)]
+    figures = [
+        figure(f"{NAME}.step_speedup", median_ratio(trl_s, builtin_s), TARGET, BASELINE,
+               builtin_s_per_step=median(builtin_s), trl_s_per_step=median(trl_s), **setup),
+        figure(f"{NAME}.tokens_per_s", median(speed), None, BASELINE + " (generated tokens/s, built-in / TRL)",
+               builtin_tokens_per_s=median(b / s for b, s in zip(builtin_tok, builtin_s)),
+               trl_tokens_per_s=median(r / s for r, s in zip(trl_tok, trl_s)),
+               builtin_tokens_per_step=median(builtin_tok), trl_tokens_per_step=median(trl_tok)),
+    ]
+    write_figures(args.json, NAME, figures, steps={"builtin_s": builtin_s, "trl_s": trl_s,
+                                                   "builtin_tokens": builtin_tok, "trl_tokens": trl_tok})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
