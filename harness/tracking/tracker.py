@@ -1,6 +1,13 @@
 """A run's tracking handle. Every metric also goes to `<run_dir>/metrics.jsonl`, so a run keeps its record
 even without MLflow; with MLflow each step's metrics are one `log_batch` call.
 
+MLflow metric logging is asynchronous: `log_metrics` writes metrics.jsonl and queues the step for a
+background writer thread, so a training step never waits on the store's commits. The writer sends what
+is queued as one `log_batch` (several steps when it fell behind) in step order. `flush()` waits until
+every queued step is in the store (or spooled); the trainer calls it before it writes a checkpoint (so a
+resumed run, which skips the steps the store already has, never misses one), and `finish()` calls it
+before the run is closed (also when the job was stopped by SIGTERM or failed).
+
 When the store is unreachable (at start or mid-run) the MLflow tracker warns once and records to
 `<run_dir>/spool/` instead; training never waits on tracking. Its heartbeat thread then tries to catch
 up every beat, so a short outage heals by itself; otherwise `python -m harness sync` uploads the spool."""
@@ -8,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -26,6 +34,7 @@ from harness.tracking.sync import (MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH, PAREN
 log = logging.getLogger("harness")
 
 STEP_TAG = "harness.step"
+MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limit
 
 
 def now_ms() -> int:
@@ -52,6 +61,9 @@ class Tracker:
 
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         pass
+
+    def flush(self) -> None:
+        """Wait until every logged metric is recorded (no-op: metrics.jsonl is written synchronously)."""
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
         if error:
@@ -88,6 +100,9 @@ class MlflowTracker(Tracker):
         self._lock = threading.RLock()
         self._upload: Optional[SpoolUpload] = None
         self._finishing = False
+        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()  # (step, ts, values) or None: stop
+        self._writer: Optional[threading.Thread] = None
+        self.writer_cpu_s = 0.0  # CPU seconds the writer thread spent sending (for the benchmarks)
         try:
             from mlflow.tracking import MlflowClient
 
@@ -171,13 +186,89 @@ class MlflowTracker(Tracker):
         return max((m.step for m in history), default=-1)
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
+        """Queue the step for the writer thread (the caller only pays for the float conversion)."""
+        with self._lock:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write_loop, name="harness-metrics", daemon=True)
+                self._writer.start()
+        self._queue.put((step, now_ms(), {k: float(v) for k, v in metrics.items()}))
+
+    def flush(self) -> None:
+        """Wait until every queued step is in the store, or in the spool when the store is away."""
+        if self._writer is not None:
+            self._queue.join()
+
+    def _write_loop(self) -> None:
+        while True:
+            items = [self._queue.get()]
+            while True:  # everything queued meanwhile goes in the same call
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            steps = [item for item in items if item is not None]
+            started = time.thread_time()
+            try:
+                if steps:
+                    self._write_metrics(steps)
+            except Exception as err:  # never lose the thread; _write_metrics already spools on errors
+                log.debug("tracking: metrics writer error: %s", err)
+            finally:
+                self.writer_cpu_s += time.thread_time() - started
+                for _ in items:
+                    self._queue.task_done()
+            if len(steps) < len(items):
+                return
+
+    @staticmethod
+    def _metrics_op(step: int, ts: int, values: Dict[str, float]) -> Dict[str, Any]:
+        return {"op": "metrics", "step": step, "ts": ts, "values": values}
+
+    def _write_metrics(self, steps: list) -> None:
+        """Send queued steps as few `log_batch` calls (<= MAX_METRICS_PER_BATCH metrics each), in order."""
         from mlflow.entities import Metric, RunTag
 
-        ts = now_ms()
-        values = {k: float(v) for k, v in metrics.items()}
-        batch = [Metric(k, v, ts, step) for k, v in values.items()]
-        self._send(lambda: {"op": "metrics", "step": step, "ts": ts, "values": values},
-                   lambda: self.client.log_batch(self.run_id, metrics=batch, tags=[RunTag(STEP_TAG, str(step))]))
+        chunk: list = []
+        count = 0
+        for item in steps + [None]:
+            if item is not None and (not chunk or count + len(item[2]) <= MAX_METRICS_PER_BATCH):
+                chunk.append(item)
+                count += len(item[2])
+                continue
+            batch = [Metric(k, v, ts, step) for step, ts, values in chunk for k, v in values.items()]
+            tags = [RunTag(STEP_TAG, str(max(step for step, _, _ in chunk)))]
+            ops = [self._metrics_op(*c) for c in chunk]
+            if len(chunk) == 1:
+                self._send(lambda: ops[0], lambda: self.client.log_batch(self.run_id, metrics=batch, tags=tags))
+            else:
+                self._send_steps(chunk, ops, batch, tags)
+            if item is not None:
+                chunk, count = [item], len(item[2])
+
+    def _send_steps(self, chunk: list, ops: list, batch: list, tags: list) -> None:
+        """`_send` for several steps in one call: all spooled when the store is away; when the store refuses
+        the call, the steps are sent one by one so that only a refused step is skipped."""
+        from mlflow.entities import Metric, RunTag
+
+        with self._lock:
+            if self.offline:
+                for op in ops:
+                    self.spool.append(op)
+                return
+        try:
+            with deferred_signals():
+                self.client.log_batch(self.run_id, metrics=batch, tags=tags)
+        except Exception as err:
+            if is_rejected(err):
+                for (step, ts, values), op in zip(chunk, ops):
+                    one = [Metric(k, v, ts, step) for k, v in values.items()]
+                    self._send(lambda op=op: op, lambda one=one, step=step: self.client.log_batch(
+                        self.run_id, metrics=one, tags=[RunTag(STEP_TAG, str(step))]))
+                return
+            with self._lock:
+                self._go_offline(err)
+                for op in ops:
+                    self.spool.append(op)
 
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         self._send(lambda: self.spool.artifact_op(Path(path), artifact_path),
@@ -217,6 +308,10 @@ class MlflowTracker(Tracker):
     def finish(self, status: str, error: Optional[str] = None) -> None:
         self._finishing = True
         self._heartbeat.stop()
+        self.flush()
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(timeout=30)
         super().finish(status, scrub(error) if error else error)
         if error:
             self.log_text(error, "error.txt")

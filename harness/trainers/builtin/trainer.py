@@ -165,6 +165,7 @@ class BuiltinTrainer:
         t = self.t
         if self.step == 0:
             self.tracker.log_metrics(self._evaluate(), step=0)
+            self.tracker.flush()  # logged steps are in the store before a checkpoint says they are done
             save_checkpoint(self.run_dir, self._state(), 0, self.tracker.run_id)  # resumable from the start
         metrics: Dict[str, float] = {}
         bar = tqdm(total=t.steps, initial=self.step, desc=f"{self.cfg.algo.name}", unit="step",
@@ -176,6 +177,7 @@ class BuiltinTrainer:
                 metrics.update(self._evaluate())
             self.tracker.log_metrics(metrics, step=self.step)
             if self.step % t.checkpoint_every == 0 or self.step == t.steps:
+                self.tracker.flush()  # a resumed run skips the steps the store has: none may be missing
                 save_checkpoint(self.run_dir, self._state(), self.step, self.tracker.run_id)
             _injected_kill(self.step)
             if self.on_eval and "eval/accuracy" in metrics:
