@@ -3,7 +3,9 @@ even without MLflow; with MLflow each step's metrics are one `log_batch` call.
 
 MLflow metric logging is asynchronous: `log_metrics` writes metrics.jsonl and queues the step for a
 background writer thread, so a training step never waits on the store's commits. The writer sends what
-is queued as one `log_batch` (several steps when it fell behind) in step order. `flush()` waits until
+is queued as one `log_batch` in step order, at most once every HARNESS_METRICS_INTERVAL_S seconds
+(default 5): each MLflow call costs tens of ms of CPU (SQLAlchemy), which a run on a busy machine would
+otherwise pay on every step. `flush()` waits until
 every queued step is in the store (or spooled); the trainer calls it before it writes a checkpoint (so a
 resumed run, which skips the steps the store already has, never misses one), and `finish()` calls it
 before the run is closed (also when the job was stopped by SIGTERM or failed).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -35,6 +38,22 @@ log = logging.getLogger("harness")
 
 STEP_TAG = "harness.step"
 MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limit
+INTERVAL_ENV = "HARNESS_METRICS_INTERVAL_S"
+DEFAULT_INTERVAL_S = 5.0
+
+
+def metrics_interval() -> float:
+    """Seconds between the metrics writer's calls: HARNESS_METRICS_INTERVAL_S (>= 0), default 5."""
+    raw = os.environ.get(INTERVAL_ENV)
+    if not raw:
+        return DEFAULT_INTERVAL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"{INTERVAL_ENV}={raw!r} is not allowed: a number of seconds >= 0 (default 5)")
+    return value
 
 
 def now_ms() -> int:
@@ -102,6 +121,8 @@ class MlflowTracker(Tracker):
         self._finishing = False
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()  # (step, ts, values) or None: stop
         self._writer: Optional[threading.Thread] = None
+        self._wake = threading.Event()  # flush() / finish(): send now, without waiting for the interval
+        self._interval = metrics_interval()
         self.writer_cpu_s = 0.0  # CPU seconds the writer thread spent sending (for the benchmarks)
         try:
             from mlflow.tracking import MlflowClient
@@ -195,12 +216,25 @@ class MlflowTracker(Tracker):
 
     def flush(self) -> None:
         """Wait until every queued step is in the store, or in the spool when the store is away."""
-        if self._writer is not None:
-            self._queue.join()
+        if self._writer is None:
+            return
+        done = self._queue.all_tasks_done
+        while True:
+            self._wake.set()  # again each round: the writer clears it when it starts a call
+            with done:
+                if not self._queue.unfinished_tasks:
+                    return
+                done.wait(0.05)
 
     def _write_loop(self) -> None:
+        last = -float("inf")
         while True:
             items = [self._queue.get()]
+            wait = last + self._interval - time.monotonic()
+            if wait > 0 and items[0] is not None:
+                self._wake.wait(wait)  # set by a flush: send what is queued now
+            self._wake.clear()
+            last = time.monotonic()
             while True:  # everything queued meanwhile goes in the same call
                 try:
                     items.append(self._queue.get_nowait())
