@@ -8,6 +8,7 @@ from typing import List, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf
 
 from harness.launchers.base import HarnessLauncher, log
 from harness.launchers.results import record_result, record_worker_crash
@@ -28,7 +29,8 @@ def _has(overrides: Sequence[str], key: str) -> bool:
 
 
 class LocalParallelLauncher(HarnessLauncher):
-    """params: workers (None = one per core), threads_per_worker (None = cores // workers)."""
+    """params: workers (None = one per core), threads_per_worker (None = trainer.torch_threads, capped at
+    cores // workers when several workers share the cores; a lone worker keeps trainer.torch_threads)."""
 
     def _workers(self) -> int:
         return max(1, int(self.params.get("workers") or os.cpu_count() or 1))
@@ -36,8 +38,13 @@ class LocalParallelLauncher(HarnessLauncher):
     def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
         extra = []
         if not _has(overrides, "trainer.torch_threads"):
-            threads = self.params.get("threads_per_worker") or max(1, (os.cpu_count() or 1) // self._workers())
-            extra.append(f"trainer.torch_threads={threads}")
+            threads = self.params.get("threads_per_worker")
+            if not threads and self._workers() > 1:
+                share = max(1, (os.cpu_count() or 1) // self._workers())
+                configured = OmegaConf.select(self.config, "trainer.torch_threads") if self.config else None
+                threads = share if not isinstance(configured, int) or configured > share else None
+            if threads:
+                extra.append(f"trainer.torch_threads={threads}")
         if self._workers() > 1 and not _has(overrides, "trainer.progress"):
             extra.append("trainer.progress=false")  # one sweep-level bar instead of interleaved ones
         return list(overrides) + extra

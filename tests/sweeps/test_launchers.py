@@ -74,3 +74,24 @@ def test_named_sweep_runs_its_grids_into_one_folder(run_harness, tmp_path, monke
     assert second != folder
     overview = (second / "reports" / "overview" / "summary.md").read_text()
     assert "3 runs: 3 finished" in overview, "the skipped jobs' reports use their finished twins"
+
+
+@pytest.mark.parametrize("workers, configured, params, expected", [
+    (1, 1, {}, []),                                       # a lone worker keeps trainer.torch_threads
+    (1, 4, {}, []),
+    (2, 1, {}, []),                                       # 1 <= 4 cores // 2: nothing to cap
+    (2, 4, {}, ["trainer.torch_threads=2"]),              # capped at the worker's share of the cores
+    (8, 1, {}, []),
+    (2, 1, {"threads_per_worker": 3}, ["trainer.torch_threads=3"]),
+])
+def test_local_parallel_thread_share(monkeypatch, workers, configured, params, expected):
+    from omegaconf import OmegaConf
+
+    from harness.launchers.local_parallel import LocalParallelLauncher
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    launcher = LocalParallelLauncher(workers=workers, **params)
+    launcher.config = OmegaConf.create({"trainer": {"torch_threads": configured}})
+    extra = [o for o in launcher.job_overrides(["seed=1"]) if o.startswith("trainer.torch_threads")]
+    assert extra == expected
+    assert launcher.job_overrides(["seed=1", "trainer.torch_threads=5"])[:2] == ["seed=1", "trainer.torch_threads=5"]
