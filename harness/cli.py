@@ -19,6 +19,7 @@ TOOLS = {
     "algos": "harness.cli:print_algos",
     "report": "harness.reports.cli:main",
     "sweep": "harness.sweeps.command:main",
+    "findings": "harness.sweeps.findings:main",
     "server": "harness.tracking.server:main",
     "status": "harness.tracking.status:main",
     "repair": "harness.tracking.status:repair_main",

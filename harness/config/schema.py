@@ -31,11 +31,15 @@ class DatasetConfig:
     ops: str = "+"
     eval_size: int = 128
     seed: int = 1234  # fixes the eval set and the train/eval split, independent of the run seed
+    train_size: Optional[int] = None  # a fixed pool of this many train problems (drawn with `seed`); None: unlimited
 
 
 @dataclass
 class PrecisionConfig:
     name: str = MISSING  # fp32 | bf16 | fp16 | fp8_rollout | fp8_e2e
+    # Emulation strength: the rollout weights are w + mismatch_scale·(q(w) − w), q = this precision's
+    # rounding. 1 is the real rounding; > 1 magnifies the training-inference mismatch a tiny model shows.
+    mismatch_scale: float = 1.0
 
 
 @dataclass

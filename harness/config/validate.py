@@ -57,12 +57,14 @@ def _validate_run_sections(cfg: DictConfig) -> None:
         raise ConfigError(f"model.num_heads={cfg.model.num_heads} is not allowed: must divide hidden_size="
                           f"{cfg.model.hidden_size} and be a multiple of num_kv_heads={cfg.model.num_kv_heads}")
     if cfg.trainer.name == "builtin":
-        from harness.trainers.builtin.tasks import TASKS
+        from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
 
         _check(cfg, "dataset.name", lambda v: v in TASKS,
                f"trainer=builtin runs the tasks {', '.join(sorted(TASKS))} (other datasets need trainer=verl)")
     _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, "dataset.eval_size", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, "dataset.train_size", lambda v: v is None or v >= 1, "null (unlimited) or an integer >= 1")
+    _check(cfg, "precision.mismatch_scale", lambda v: v >= 0, "must be >= 0 (1 = the precision's real rounding)")
     _check(cfg, "seed", lambda v: v >= 0, "must be an integer >= 0")
     _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
     uri = cfg.tracking.uri

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
-from harness.sweeps.spec import available_sweeps, load_sweep
+from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
 
 
 def _list() -> str:
@@ -26,7 +26,6 @@ def _list() -> str:
 
 
 def main(argv: List[str]) -> int:
-    from harness.config.compose import compose, preflight
     from harness.config.validate import ConfigError
 
     if not argv or argv[0].startswith("-"):
@@ -39,16 +38,29 @@ def main(argv: List[str]) -> int:
         return 2
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
-    common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
     try:
-        root = Path(compose([*common, *user]).output_root).expanduser().resolve()
-        sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-        grids = [[*common, *grid, *user] for grid in spec.grid_overrides()]
-        for grid in grids:
-            preflight(grid, multirun=True)
+        sweep_dir, grids = prepare(spec, user)
     except (ConfigError, ValueError) as err:
         print(f"harness: error: sweep {spec.name}: {err}", file=sys.stderr)
         return 2
+    return run(spec, sweep_dir, grids, flags)
+
+
+def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
+    """The sweep's folder and the overrides of each grid, every job validated (ConfigError/ValueError)."""
+    from harness.config.compose import compose, preflight
+
+    common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
+    root = Path(compose([*common, *user]).output_root).expanduser().resolve()
+    sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    grids = [[*common, *grid, *user] for grid in spec.grid_overrides()]
+    for grid in grids:
+        preflight(grid, multirun=True)
+    return sweep_dir, grids
+
+
+def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[str]) -> int:
+    """Run each grid as one multirun into `sweep_dir`, close the parent run, build the reports; worst exit code."""
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
     from harness.tracking.sweep_callback import NAMED_SWEEP_ENV, PARENT_FILE, close_parent
 

@@ -22,6 +22,7 @@ class SweepSpec:
     overrides: List[str] = field(default_factory=list)
     experiment_name: str = ""
     source: str = ""
+    claim: str = ""  # a paper claim this sweep tests (`python -m harness findings` runs every such sweep)
 
     def grid_overrides(self) -> List[List[str]]:
         """Hydra overrides of each grid: {'delta': [0.1, 0.2], 'algo': 'dppo'} -> ['delta=0.1,0.2', 'algo=dppo']."""

@@ -9,12 +9,17 @@ The papers study the mismatch between the rollout engine's low-precision probabi
   scale), computed in bfloat16; trainer in float32;
 - `fp8_e2e`: the same fp8 rollout, and the training forward also sees fp8 fake-quantised weights computed in
   bfloat16 (`apply_train_precision`), while gradients reach the float32 master weights straight through.
+
+`mismatch_scale` is the emulation strength: the rollout engine stores w + s·(q(w) − w) (q = the rollout's
+rounding of the float32 weight w, then cast to the rollout dtype), so s = 1 is the real rounding and s > 1
+magnifies the weight-rounding part of the mismatch (activation rounding is unchanged). A 0.1M-parameter
+model has far smaller logits than an LLM, so its real bf16 mismatch is tiny; the toy-scale findings use s > 1.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -28,6 +33,7 @@ class PrecisionSpec:
     rollout_dtype: torch.dtype
     fp8_rollout: bool
     fp8_train: bool
+    mismatch_scale: float = 1.0
 
 
 PRECISIONS: dict[str, PrecisionSpec] = {
@@ -42,11 +48,14 @@ PRECISIONS: dict[str, PrecisionSpec] = {
 }
 
 
-def precision_spec(name: str) -> PrecisionSpec:
-    """The registered PrecisionSpec called `name`; ValueError naming the allowed names otherwise."""
+def precision_spec(name: str, mismatch_scale: float = 1.0) -> PrecisionSpec:
+    """The registered PrecisionSpec called `name` (with the given emulation strength); ValueError naming the
+    allowed names otherwise."""
     if name not in PRECISIONS:
         raise ValueError(f"precision={name!r} is unknown; allowed: {sorted(PRECISIONS)}")
-    return PRECISIONS[name]
+    if mismatch_scale < 0:
+        raise ValueError(f"precision.mismatch_scale={mismatch_scale} must be >= 0")
+    return replace(PRECISIONS[name], mismatch_scale=float(mismatch_scale))
 
 
 def fp8_quant_dequant(weight: torch.Tensor) -> torch.Tensor:

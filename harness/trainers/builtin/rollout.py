@@ -82,9 +82,13 @@ class RolloutEngine:
         for name, source in trainer_model.named_parameters():
             if name not in self._parameters:
                 raise KeyError(f"sync: trainer parameter {name!r} has no counterpart in the rollout engine")
-            if name in self._fp8_names:
-                source = fp8_quant_dequant(source.float())
-            self._parameters[name].copy_(source)
+            target = self._parameters[name]
+            rounded = fp8_quant_dequant(source.float()) if name in self._fp8_names else source
+            if self.spec.mismatch_scale != 1.0:
+                master = source.float()
+                error = rounded.to(target.dtype).float() - master
+                rounded = master + self.spec.mismatch_scale * error
+            target.copy_(rounded)
 
     @torch.no_grad()  # not inference_mode: the trainer feeds these tensors into autograd graphs
     def generate(

@@ -46,7 +46,7 @@ class BuiltinTrainer:
         torch.manual_seed(cfg.seed)
         self.tokenizer = build_tokenizer()
         self.task = build_task(cfg.dataset)
-        self.precision = precision_spec(cfg.precision.name)
+        self.precision = precision_spec(cfg.precision.name, cfg.precision.get("mismatch_scale", 1.0))
         self.model = build_model(cfg.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
         params = {k: v for k, v in OmegaConf.to_container(cfg.algo, resolve=True).items() if k != "name"}
         self.objective = build_objective(cfg.algo.name, **params)

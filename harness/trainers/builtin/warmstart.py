@@ -114,7 +114,7 @@ def _train(model, tokenizer, task, cfg, seed: int) -> dict:
     rng = np.random.default_rng([seed, WARMSTART_VERSION])
     target = _target_accuracy(cfg)
     if target is not None:
-        probe = task.sample_train(np.random.default_rng([seed, WARMSTART_VERSION, 1]), PROBE_SIZE)
+        probe = task.sample_split(np.random.default_rng([seed, WARMSTART_VERSION, 1]), PROBE_SIZE)
         probe_engine = RolloutEngine.from_model(model, precision_spec("fp32"))
     optimizer = torch.optim.AdamW(model.parameters(), lr=float(cfg.lr), weight_decay=0.0)
     was_training = model.training
@@ -123,7 +123,7 @@ def _train(model, tokenizer, task, cfg, seed: int) -> dict:
     probe_accuracy = float("nan")
     step = 0
     while step < int(cfg.steps):
-        input_ids, target_mask = supervised_batch(tokenizer, task.sample_train(rng, int(cfg.batch_size)))
+        input_ids, target_mask = supervised_batch(tokenizer, task.sample_split(rng, int(cfg.batch_size)))
         # Padding sits after every real token, so causal attention keeps it from influencing the scored positions.
         logits = model(input_ids=input_ids[:, :-1], use_cache=False).logits
         token_loss = F.cross_entropy(logits.float().transpose(1, 2), input_ids[:, 1:], reduction="none")

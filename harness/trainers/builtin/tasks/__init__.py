@@ -17,7 +17,10 @@ def build_task(dataset_cfg) -> Task:
     name = dataset_cfg.name
     if name not in TASKS:
         raise ValueError(f"dataset.name={name!r} is unknown; allowed: {sorted(TASKS)}")
-    return TASKS[name].from_config(dataset_cfg)
+    task = TASKS[name].from_config(dataset_cfg)
+    train_size = getattr(dataset_cfg, "train_size", None)
+    task.train_size = int(train_size) if train_size else None
+    return task
 
 
 __all__ = ["TASKS", "Problem", "Task", "build_task", "ArithmeticTask", "SortingTask"]

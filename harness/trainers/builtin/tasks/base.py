@@ -36,6 +36,8 @@ class Task:
         self.eval_size = int(eval_size)
         self.seed = int(seed)
         self._eval_set: list[Problem] | None = None
+        self.train_size: int | None = None  # set by `build_task` from dataset.train_size
+        self._train_pool: list[Problem] | None = None
 
     @property
     def prompt_length(self) -> int:
@@ -60,13 +62,40 @@ class Task:
         return int.from_bytes(digest, "little") % EVAL_BUCKETS == 0
 
     def sample_train(self, rng: np.random.Generator, n: int) -> list[Problem]:
-        """n problems drawn from the train split (repeats possible), driven only by `rng`."""
+        """n problems drawn from the train split (repeats possible), driven only by `rng`; from the fixed
+        pool `train_pool()` when `train_size` is set."""
+        if self.train_size:
+            pool = self.train_pool()
+            return [pool[i] for i in rng.integers(0, len(pool), size=n)]
+        return self.sample_split(rng, n)
+
+    def sample_split(self, rng: np.random.Generator, n: int) -> list[Problem]:
+        """n problems drawn from the whole train split, pool or not (the warm start's data: the base model
+        is the same whether or not RL then trains on a fixed pool)."""
         problems: list[Problem] = []
         while len(problems) < n:
             problem = self._random_problem(rng)
             if not self.is_eval_problem(problem):
                 problems.append(problem)
         return problems
+
+    def train_pool(self) -> list[Problem]:
+        """`train_size` distinct train-split problems, the same for every run seed (drawn with the dataset
+        seed): the fixed problem set of a sanity test."""
+        if self._train_pool is None:
+            rng = np.random.default_rng([self.seed, 0])
+            chosen: dict[str, Problem] = {}
+            for _ in range(self.train_size * _DRAWS_PER_EVAL_PROBLEM):
+                problem = self._random_problem(rng)
+                if not self.is_eval_problem(problem):
+                    chosen.setdefault(problem.prompt, problem)
+                    if len(chosen) == self.train_size:
+                        break
+            else:
+                raise ValueError(f"dataset.train_size={self.train_size} is more than the train split of "
+                                 f"{self.describe()} holds (found {len(chosen)} distinct problems)")
+            self._train_pool = list(chosen.values())
+        return list(self._train_pool)
 
     def eval_set(self) -> list[Problem]:
         """`eval_size` distinct problems of the eval split, the same list on every call for this config."""

@@ -1,0 +1,113 @@
+"""`python -m harness findings [--quick] [--only a,b] [--out DIR] [overrides] [--force]`: run every claim
+sweep (a named sweep with a `claim:`), build its reports, and write FINDINGS.md from the claim reports.
+
+The full set runs with `launcher=local_parallel` unless the overrides name another launcher. `--quick`
+checks the pipeline, not the claims: every run shrinks to `debug=quick` and each grid keeps two seeds; its
+FINDINGS.md goes to `<output_root>/findings-quick/` unless `--out` says otherwise."""
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from harness.sweeps.findings_doc import ClaimResult, write_findings
+from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
+
+QUICK_OVERRIDES = ["debug=quick"]
+QUICK_SEEDS = 2
+
+
+def claim_sweeps() -> List[SweepSpec]:
+    """Every named sweep that states a claim, in name order (claim1_..., claim2_...)."""
+    specs = []
+    for name in available_sweeps():
+        try:
+            spec = load_sweep(name)
+        except ValueError:
+            continue
+        if spec.claim:
+            specs.append(spec)
+    return specs
+
+
+def quick_variant(spec: SweepSpec) -> SweepSpec:
+    """The same sweep with at most QUICK_SEEDS seeds per grid (the statistics still see ≥ 2 seeds)."""
+    quick = copy.deepcopy(spec)
+    for grid in quick.grids:
+        if isinstance(grid.get("seed"), list):
+            grid["seed"] = grid["seed"][:QUICK_SEEDS]
+    return quick
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness findings", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny runs and two seeds: checks the pipeline only")
+    parser.add_argument("--only", default="", help="comma-separated claim sweeps to run (default: all)")
+    parser.add_argument("--out", default=None, help="folder for FINDINGS.md and its figures "
+                        "(default: ./reports, or <output_root>/findings-quick with --quick)")
+    parser.add_argument("--force", action="store_true", help="rerun jobs that already FINISHED")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every run")
+    return parser
+
+
+def main(argv: List[str]) -> int:
+    from harness.config.validate import ConfigError
+    from harness.sweeps import command
+
+    args = _parser().parse_args(argv)
+    specs = claim_sweeps()
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - {s.name for s in specs})
+        if unknown:
+            print(f"harness: error: --only {unknown[0]!r} is not a claim sweep; allowed: "
+                  f"{', '.join(s.name for s in specs)}", file=sys.stderr)
+            return 2
+        specs = [s for s in specs if s.name in wanted]
+    if not specs:
+        print("harness: error: no claim sweeps found (sweeps/*.yaml with a 'claim:' key)", file=sys.stderr)
+        return 2
+    user = list(args.overrides)
+    if not any(o.split("=", 1)[0].lstrip("+~") == "launcher" for o in user):
+        user.insert(0, "launcher=local_parallel")
+    if args.quick:
+        specs = [quick_variant(s) for s in specs]
+        user = [*QUICK_OVERRIDES, *user]
+    flags = ["--force"] if args.force else []
+    prepared = []
+    try:  # every job of every claim is validated before the first one starts
+        for spec in specs:
+            prepared.append((spec, *command.prepare(spec, user)))
+    except (ConfigError, ValueError) as err:
+        print(f"harness: error: findings: {err}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else _default_out(prepared[0][1], args.quick)
+    started = time.time()
+    results: List[ClaimResult] = []
+    worst = 0
+    for index, (spec, sweep_dir, grids) in enumerate(prepared, 1):
+        print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
+        began = time.time()
+        code = command.run(spec, sweep_dir, grids, flags)
+        worst = max(worst, code)
+        results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
+    path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,
+                          seconds=time.time() - started)
+    print(f"findings: {path}")
+    return worst
+
+
+def _default_out(sweep_dir: Path, quick: bool) -> Path:
+    if quick:
+        return sweep_dir.parents[2] / "findings-quick"  # <output_root>/multirun/<name>/<stamp>
+    return Path("reports")
+
+
+def verdicts(findings_md: Path) -> Optional[dict]:
+    """{claim sweep name: verdict word} read back from a FINDINGS.md (for tests and tooling)."""
+    from harness.sweeps.findings_doc import read_verdicts
+
+    return read_verdicts(findings_md)
