@@ -74,13 +74,20 @@ def run_cli(argv: List[str]) -> int:
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
     if not only_informs:
-        from harness.config.compose import preflight
+        from harness.config.compose import preflight_composed
         from harness.config.validate import ConfigError
 
         try:
-            configs = preflight(args.overrides, multirun)
+            composed, configs = preflight_composed(args.overrides, multirun)
         except ConfigError as err:
             return _fail(str(err))
+        if not multirun and _prints_job_config_only(args):
+            # Hydra would compose the same config a second time just to print it (and discover its plugins)
+            from omegaconf import OmegaConf
+
+            sys.stdout.write(OmegaConf.to_yaml(composed[0]))
+            sys.stdout.flush()
+            return 0
         launches_jobs = args.cfg is None and args.info is None
         if launches_jobs and any(c.trainer.get("verl", {}).get("dry_run") for c in configs):
             from harness.trainers.verl.dry_run import print_plans
@@ -102,6 +109,14 @@ def run_cli(argv: List[str]) -> int:
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
+
+
+def _prints_job_config_only(args) -> bool:
+    """`--cfg job` of one run with the default config and no other Hydra flag: the preflight's composition is
+    exactly what Hydra prints (checked against Hydra in tests/config/test_cfg_job.py)."""
+    return (args.cfg == "job" and args.info is None and not args.resolve and args.package is None
+            and args.config_path is None and args.config_name is None and args.config_dir is None
+            and not args.experimental_rerun and not args.run)
 
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.

@@ -5,7 +5,7 @@ job's config and validates it. Hydra's own multi-line composition errors become 
 from __future__ import annotations
 
 import re
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 from omegaconf import DictConfig, open_dict
 
@@ -43,13 +43,20 @@ def compose(overrides: Sequence[str]) -> DictConfig:
 
 def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
     """Validate every job of a run or sweep; returns the validated configs."""
+    return preflight_composed(overrides, multirun)[1]
+
+
+def preflight_composed(overrides: Sequence[str], multirun: bool) -> Tuple[List[DictConfig], List[DictConfig]]:
+    """`preflight`, also returning each job's config as composed (before validation's shortcuts), i.e. what
+    Hydra's `--cfg job` prints (for sweeper=optuna, the composed list is the grid's, not the search's)."""
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")
-    configs = [validate(compose(job)) for job in jobs]
+    composed = [compose(job) for job in jobs]
+    configs = [validate(cfg) for cfg in composed]
     if multirun and configs[0].sweeper.name == "optuna":
         configs = _optuna_preflight(overrides, jobs)
-    return configs
+    return composed, configs
 
 
 def _optuna_preflight(overrides: Sequence[str], jobs: List[List[str]]) -> List[DictConfig]:
