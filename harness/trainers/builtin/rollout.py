@@ -90,6 +90,21 @@ class RolloutEngine:
                 rounded = master + self.spec.mismatch_scale * error
             target.copy_(rounded)
 
+    def _lean_decoder(self):
+        """The engine's `fast_decode.LeanQwen3` (built once; it reads the parameters by reference), or None
+        where it does not apply (other architectures) or HARNESS_ROLLOUT_HF=1 asks for the HF forward."""
+        import os
+
+        from harness.trainers.builtin import fast_decode
+
+        lean = self.__dict__.get("_lean")
+        if lean is None:
+            use = os.environ.get("HARNESS_ROLLOUT_HF", "") in ("", "0") and fast_decode.supports(self.policy)
+            lean = self._lean = fast_decode.LeanQwen3(self.policy) if use else False
+        if lean and fast_decode.has_hooks(self.policy):  # module hooks only run in the HF forward
+            return None
+        return lean or None
+
     @torch.no_grad()  # not inference_mode: the trainer feeds these tensors into autograd graphs
     def generate(
         self,
@@ -109,8 +124,7 @@ class RolloutEngine:
         """
         if temperature <= 0:
             raise ValueError(f"generate: temperature={temperature} must be > 0 (use greedy=True for argmax)")
-        from transformers import DynamicCache
-
+        lean = self._lean_decoder()
         batch = prompt_ids.shape[0]
         tokens = torch.full((batch, max_new_tokens), self.pad_token_id, dtype=torch.long)
         logp = torch.zeros(batch, max_new_tokens)
@@ -119,14 +133,26 @@ class RolloutEngine:
         topk_ids = torch.zeros(batch, max_new_tokens, topk, dtype=torch.long) if topk > 0 else None
         alive = torch.ones(batch, dtype=torch.bool)
 
-        cache = DynamicCache(config=self.policy.config)
+        if lean is not None:  # harness/trainers/builtin/fast_decode.py: same forward, no per-token HF overhead
+            total = prompt_ids.shape[1] + max_new_tokens
+            kv_cache, position = lean.new_cache(batch, total), 0
+            cos, sin = lean.rope_tables(total)
+        else:
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=self.policy.config)
         step_input = prompt_ids
         for step in range(max_new_tokens):
-            output = self.policy(
-                input_ids=step_input, use_cache=True, logits_to_keep=1, **{self._cache_argument: cache}
-            )
+            if lean is not None:
+                last_logits = lean.forward(step_input, position, kv_cache, cos, sin)
+                position += step_input.shape[1]
+            else:
+                output = self.policy(
+                    input_ids=step_input, use_cache=True, logits_to_keep=1, **{self._cache_argument: cache}
+                )
+                last_logits = output.logits[:, -1]
             # Low-precision logits, then float32 sampling: what vLLM does with a bf16 model.
-            log_probs = F.log_softmax(output.logits[:, -1].float() / temperature, dim=-1)
+            log_probs = F.log_softmax(last_logits.float() / temperature, dim=-1)
             if greedy:
                 chosen = log_probs.argmax(dim=-1)
             else:

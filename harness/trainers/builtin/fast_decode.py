@@ -1,0 +1,148 @@
+"""A lean decode path for the Qwen3 architecture: the rollout engine's sampling loop without transformers.
+
+For the built-in trainer's tiny models (64 hidden units, 2 layers) a decode step is a few hundred
+microseconds of arithmetic, and calling the Hugging Face model once per token (module hooks, kwargs
+plumbing, mask building, DynamicCache bookkeeping) cost several times that. `LeanQwen3` computes the same
+forward with plain tensor ops on the engine's own parameters (in the rollout dtype; fp8 modes keep their
+quantised-dequantised weights in bf16, used as stored), over a preallocated KV cache:
+
+  embedding -> per layer [RMSNorm -> q/k/v projections -> q/k RMSNorm over head_dim -> RoPE ->
+  causal GQA attention (SDPA) over the cache -> o projection -> residual -> RMSNorm -> SwiGLU MLP ->
+  residual] -> RMSNorm -> lm_head (tied or not).
+
+It follows transformers' Qwen3 modules op by op (RMSNorm in float32 then cast back, RoPE tables computed
+in float32 and cast to the activation dtype, SDPA with `enable_gqa`, no attention mask since prompts are
+unpadded), so float32 logits match the HF forward to float rounding and sampling draws the same tokens
+from the same generator state (tests/trainers/test_fast_decode.py). Architectures or settings it does not
+cover (`supports` is False: other model classes, attention biases, sliding windows, scaled RoPE, other
+activations) keep the Hugging Face path, and so does a policy with forward hooks registered (they would
+not run here), or HARNESS_ROLLOUT_HF=1.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+
+
+def supports(policy) -> bool:
+    """True when `policy` is a transformers Qwen3ForCausalLM with the plain settings this path implements."""
+    if type(policy).__name__ != "Qwen3ForCausalLM":
+        return False
+    cfg = policy.config
+    layer_types = getattr(cfg, "layer_types", None) or []
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    rotary = getattr(getattr(policy, "model", None), "rotary_emb", None)
+    return (
+        not getattr(cfg, "attention_bias", False)
+        and not getattr(cfg, "use_sliding_window", False)
+        and all(t == "full_attention" for t in layer_types)
+        and getattr(cfg, "hidden_act", "silu") == "silu"
+        and rope.get("rope_type", "default") == "default"
+        and rotary is not None
+        and float(getattr(rotary, "attention_scaling", 1.0)) == 1.0
+        and getattr(cfg, "_attn_implementation", "sdpa") in ("sdpa", "eager")
+    )
+
+
+def has_hooks(policy) -> bool:
+    """Whether forward hooks are registered on `policy`'s modules (or globally): they only run in the HF forward."""
+    from torch.nn.modules import module as nn_module
+
+    if nn_module._global_forward_hooks or nn_module._global_forward_pre_hooks:
+        return True
+    return any(m._forward_hooks or m._forward_pre_hooks for m in policy.modules())
+
+
+class _Layer:
+    __slots__ = ("ln_in", "q", "k", "v", "o", "q_norm", "k_norm", "ln_post", "gate", "up", "down")
+
+    def __init__(self, layer):
+        attn, mlp = layer.self_attn, layer.mlp
+        self.ln_in, self.ln_post = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
+        self.q, self.k, self.v, self.o = attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight, attn.o_proj.weight
+        self.q_norm, self.k_norm = attn.q_norm.weight, attn.k_norm.weight
+        self.gate, self.up, self.down = mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight
+
+
+class LeanQwen3:
+    """Reads `policy`'s parameters by reference: in-place updates (the engine's `sync`) are seen at once."""
+
+    def __init__(self, policy):
+        cfg = policy.config
+        model = policy.model
+        self.embed = model.embed_tokens.weight
+        self.norm = model.norm.weight
+        self.lm_head = policy.lm_head.weight
+        self.layers: List[_Layer] = [_Layer(layer) for layer in model.layers]
+        self.eps = float(cfg.rms_norm_eps)
+        self.heads = int(cfg.num_attention_heads)
+        self.kv_heads = int(cfg.num_key_value_heads)
+        self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+        self.scaling = self.head_dim ** -0.5
+        self.inv_freq = model.rotary_emb.inv_freq
+        self._rope: Optional[Tuple[int, torch.dtype, torch.Tensor, torch.Tensor]] = None
+
+    # -- pieces, as in transformers' Qwen3 modules -------------------------------------------------------
+    def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return weight * x32.to(dtype)
+
+    def rope_tables(self, length: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin [length, head_dim] in the activation dtype (computed in float32 like Qwen3RotaryEmbedding)."""
+        dtype = self.embed.dtype
+        if self._rope is None or self._rope[0] < length or self._rope[1] != dtype:
+            positions = torch.arange(length, dtype=torch.float32)
+            freqs = positions[:, None] * self.inv_freq.to(dtype=torch.float32)[None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self._rope = (length, dtype, emb.cos().to(dtype), emb.sin().to(dtype))
+        return self._rope[2], self._rope[3]
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        half = x.shape[-1] // 2
+        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+        return x * cos + rotated * sin
+
+    def forward(self, ids: torch.Tensor, start: int, cache: List[Tuple[torch.Tensor, torch.Tensor]],
+                cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Logits [B, V] of the last position, for tokens `ids` [B, L] at positions start..start+L-1; writes
+        their keys and values into `cache` (per layer, [B, kv_heads, max_len, head_dim])."""
+        batch, length = ids.shape
+        end = start + length
+        h = F.embedding(ids, self.embed)
+        cos_l, sin_l = cos[start:end], sin[start:end]  # [L, D], broadcast over [B, heads, L, D]
+        for layer, (k_cache, v_cache) in zip(self.layers, cache):
+            x = self._rms(h, layer.ln_in)
+            q = self._rms(F.linear(x, layer.q).view(batch, length, self.heads, self.head_dim), layer.q_norm)
+            k = self._rms(F.linear(x, layer.k).view(batch, length, self.kv_heads, self.head_dim), layer.k_norm)
+            v = F.linear(x, layer.v).view(batch, length, self.kv_heads, self.head_dim)
+            q = self._rotate(q.transpose(1, 2), cos_l, sin_l)
+            k_cache[:, :, start:end] = self._rotate(k.transpose(1, 2), cos_l, sin_l)
+            v_cache[:, :, start:end] = v.transpose(1, 2)
+            attn = F.scaled_dot_product_attention(
+                q, k_cache[:, :, :end], v_cache[:, :, :end], is_causal=length > 1, scale=self.scaling,
+                enable_gqa=self.heads != self.kv_heads)
+            h = h + F.linear(attn.transpose(1, 2).reshape(batch, length, -1), layer.o)
+            x = self._rms(h, layer.ln_post)
+            h = h + F.linear(F.silu(F.linear(x, layer.gate)) * F.linear(x, layer.up), layer.down)
+        return F.linear(self._rms(h[:, -1], self.norm), self.lm_head)
+
+    def new_cache(self, batch: int, max_len: int) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+        dtype = self.embed.dtype
+        shape = (batch, self.kv_heads, max_len, self.head_dim)
+        return [(torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)) for _ in self.layers]
+
+    def logits_all(self, ids: torch.Tensor) -> torch.Tensor:
+        """Logits [B, L, V] of every position of `ids` (for tests: one causal forward, no cache reuse)."""
+        batch, length = ids.shape
+        cos, sin = self.rope_tables(length)
+        out = []
+        for end in range(1, length + 1):
+            cache = self.new_cache(batch, end)
+            out.append(self.forward(ids[:, :end], 0, cache, cos, sin))
+        return torch.stack(out, dim=1)
