@@ -98,22 +98,37 @@ class BuiltinTrainer:
                                        topk=t.topk if self.objective.needs_topk else 0)
         rollout_seconds = time.perf_counter() - started
         texts = completions_text(self.tokenizer, rollout)
-        rewards = torch.tensor([self.task.reward(problems[i // t.group_size], text)
+        group, mini_batches, temperature = int(t.group_size), int(t.mini_batches), float(t.temperature)
+        rewards = torch.tensor([self.task.reward(problems[i // group], text)
                                 for i, text in enumerate(texts)], dtype=torch.float32)
-        advantages = compute_advantages(rewards.view(-1, t.group_size), t.advantage).reshape(-1)
+        advantages = compute_advantages(rewards.view(-1, group), t.advantage).reshape(-1)
         sequences = torch.cat([prompt_ids, rollout.tokens], dim=1)
         mask = rollout.mask.float()
-        with torch.no_grad(), training_forward(self.model, self.precision):
-            old_logits = response_logits(self.model, sequences, prompt_len, t.temperature)
-            old_logp = token_logp(old_logits, rollout.tokens)  # π': trainer before this update
-            entropy = masked_mean(token_entropy(old_logits), mask)
         sums: Dict[str, float] = {}
         stats = TokenStats(self.objective) if (self.step + 1) % t.eval_every == 0 else None
         order = torch.randperm(len(sequences), generator=self.sample_gen)
-        for batch in order.chunk(t.mini_batches):
+        batches = order.chunk(mini_batches)
+        # π' (the trainer before this update) and its entropy per token. The first mini-batch's grad forward
+        # runs on the same parameters in the same precision context, so its detached log-probs ARE π' for
+        # those rows; only the other rows need a no-grad forward (none with one mini-batch), and it runs
+        # before the first optimizer step.
+        old_logp = torch.empty_like(rollout.logp)
+        old_entropy = torch.empty_like(rollout.logp)
+        if len(batches) > 1:
+            rest = torch.cat(batches[1:])
+            with torch.no_grad(), training_forward(self.model, self.precision):
+                rest_logits = response_logits(self.model, sequences[rest], prompt_len, temperature)
+                old_logp[rest] = token_logp(rest_logits, rollout.tokens[rest])
+                old_entropy[rest] = token_entropy(rest_logits)
+            del rest_logits
+        for index, batch in enumerate(batches):
             with training_forward(self.model, self.precision):
-                logits = response_logits(self.model, sequences[batch], prompt_len, t.temperature)
+                logits = response_logits(self.model, sequences[batch], prompt_len, temperature)
             logp = token_logp(logits, rollout.tokens[batch])
+            if index == 0:
+                with torch.no_grad():
+                    old_logp[batch] = logp.detach()
+                    old_entropy[batch] = token_entropy(logits.detach())
             J, obj_metrics = self.objective.compute(
                 logp, rollout.logp[batch], advantages[batch], response_mask=mask[batch],
                 recomputed_logp=old_logp[batch],
@@ -131,7 +146,7 @@ class BuiltinTrainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), t.grad_clip)
             self.optimizer.step()
             for key, value in {**obj_metrics, "train/loss": loss.item(), "train/grad_norm": grad_norm.item()}.items():
-                sums[key] = sums.get(key, 0.0) + float(value) / t.mini_batches
+                sums[key] = sums.get(key, 0.0) + float(value) / mini_batches
         if stats is not None:
             self.tracker.log_artifact(stats.save(self.run_dir / "token_stats", self.step + 1), "token_stats")
         elapsed = time.perf_counter() - started
@@ -141,7 +156,7 @@ class BuiltinTrainer:
             "train/reward": rewards.mean().item(),
             "train/accuracy": (rewards > 0.5).float().mean().item(),
             "train/response_length": rollout.lengths.float().mean().item(),
-            "train/entropy": entropy,
+            "train/entropy": masked_mean(old_entropy, mask),
             "train/mismatch": masked_mean((rollout.logp.exp() - old_logp.exp()).abs(), mask),
             "train/advantage_abs": advantages.abs().mean().item(),
             "perf/step_time_s": elapsed,
