@@ -13,7 +13,7 @@ from harness.reports.artifacts import log_to_parent
 from harness.reports.data import SweepData
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.page import HTML_NAME, MD_NAME, Page
-from harness.reports.registry import get_kind, list_kinds
+from harness.reports.registry import default_kinds, get_kind
 
 log = logging.getLogger("harness")
 
@@ -60,7 +60,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     """Build `kinds` (default: every kind whose data is present) from collected data."""
     out = Path(out_dir) if out_dir else default_out_dir(data)
     result = BuildResult(out)
-    for name in list_kinds() if kinds is None else kinds:
+    for name in default_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
         except Exception as err:  # one broken report must not cost the others

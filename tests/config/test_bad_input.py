@@ -26,6 +26,8 @@ BAD = [
     (["algo=bandpo", "algo.band=l2"], ["band", "l2", "chi2"]),
     (["tracking.uri=ftp://host/x"], ["tracking.uri", "ftp", "sqlite"]),
     (["trainer.advantage=gae"], ["trainer.advantage", "gae", "rloo"]),
+    (["dataset.train_size=0"], ["dataset.train_size", "0", ">= 1"]),
+    (["precision.mismatch_scale=-2"], ["precision.mismatch_scale", "-2", ">= 0"]),
 ]
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 
 from harness.reports.palette import OBJECTIVE_COLOURS, colour, shades
-from harness.reports.registry import KINDS, get_kind, list_kinds
+from harness.reports.registry import CLAIM_KINDS, KINDS, default_kinds, get_kind, list_kinds
 
 
 def test_every_kind_is_one_module_registering_its_own_name():
-    assert list_kinds() == list(KINDS)
-    for name in KINDS:
+    assert list_kinds() == [*KINDS, *CLAIM_KINDS] and default_kinds() == list(KINDS)
+    for name in list_kinds():
         report = get_kind(name)
         assert report.name == name and report.title and callable(report.needs) and callable(report.build)
 

@@ -163,3 +163,24 @@ def test_completions_text_and_evaluate_accuracy(model, tokenizer):
     rollout = engine.generate(torch.ones(3, 4, dtype=torch.long), 5, 1.0, torch.Generator().manual_seed(0))
     assert completions_text(tokenizer, rollout) == ["0"] * 3
     assert rollout.lengths.tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize("name", ["bf16", "fp8_rollout"])
+def test_mismatch_scale_magnifies_the_weight_rounding_error(model, prompts, name):
+    """scale 1 is the plain precision; scale k stores w + k·(q(w) − w); fp32 has no error to magnify."""
+    def engine(scale):
+        return RolloutEngine.from_model(model, precision_spec(name, mismatch_scale=scale))
+
+    plain, scaled = engine(1.0), engine(8.0)
+    reference = RolloutEngine.from_model(model, precision_spec(name))
+    for (key, a), b in zip(plain.policy.named_parameters(), reference.policy.parameters()):
+        assert torch.equal(a, b), key
+    weight = "model.layers.0.mlp.down_proj.weight"
+    master = dict(model.named_parameters())[weight].detach().float()
+    error = dict(plain.policy.named_parameters())[weight].float() - master
+    magnified = dict(scaled.policy.named_parameters())[weight].float() - master
+    assert error.abs().mean() > 0
+    assert torch.allclose(magnified, 8 * error, atol=float(master.abs().max()) * 2 ** -7)  # one more bf16 rounding
+    assert _mismatch(model, prompts, _generate(scaled, prompts)) > 3 * _mismatch(model, prompts, _generate(plain, prompts))
+    exact = RolloutEngine.from_model(model, precision_spec("fp32", mismatch_scale=8.0))
+    assert _mismatch(model, prompts, _generate(exact, prompts)) < 1e-6

@@ -97,3 +97,22 @@ def test_bad_config_values_are_named():
     # One-digit addition has 100 problems, about 10 of them in the eval split.
     with pytest.raises(ValueError, match="dataset.eval_size=50"):
         build_task(dataset_cfg(difficulty=1, eval_size=50)).eval_set()
+
+
+def test_train_pool_is_fixed_distinct_and_only_source_of_training_problems():
+    task = build_task(dataset_cfg(name="sorting", difficulty=4, seed=7, train_size=16))
+    pool = task.train_pool()
+    assert len({p.prompt for p in pool}) == 16 and not any(task.is_eval_problem(p) for p in pool)
+    assert [p.prompt for p in build_task(dataset_cfg(name="sorting", difficulty=4, seed=7, train_size=16)).train_pool()] \
+        == [p.prompt for p in pool]  # the dataset seed fixes the pool, not the run
+    drawn = task.sample_train(np.random.default_rng(0), 500)
+    assert {p.prompt for p in drawn} <= {p.prompt for p in pool} and len({p.prompt for p in drawn}) == 16
+    # The warm start's draws ignore the pool: the base model is the same with or without one.
+    split = task.sample_split(np.random.default_rng(0), 200)
+    assert len({p.prompt for p in split} - {p.prompt for p in pool}) > 100
+
+
+def test_train_pool_larger_than_the_split_is_refused():
+    task = build_task(dataset_cfg(name="sorting", difficulty=1, seed=0, train_size=50))
+    with pytest.raises(ValueError, match="dataset.train_size=50 is more than the train split"):
+        task.sample_train(np.random.default_rng(0), 4)

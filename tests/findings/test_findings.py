@@ -1,0 +1,75 @@
+"""python -m harness findings: the claim sweeps, FINDINGS.md written from the claim reports, and the
+--quick pipeline check run end to end."""
+from __future__ import annotations
+
+import pytest
+
+from harness.sweeps.findings import QUICK_SEEDS, claim_sweeps, quick_variant
+from harness.sweeps.findings_doc import ClaimResult, read_verdicts, write_findings
+
+CLAIMS = ["claim1_sanity", "claim2_trust_region", "claim3_anchor", "claim4_relaxation", "claim5_drpo_vs_dppo",
+          "claim6_bandpo"]
+
+
+def test_every_claim_has_a_sweep_with_three_seeds_and_a_claim_report():
+    specs = claim_sweeps()
+    assert [s.name for s in specs] == CLAIMS
+    for spec in specs:
+        assert any(k.startswith("claim_") for k in spec.reports), spec.name
+        for grid in spec.grids:
+            assert grid["seed"] == [0, 1, 2], f"{spec.name}: seeds are fixed in the sweep file"
+        quick = quick_variant(spec)
+        assert all(g["seed"] == [0, 1][:QUICK_SEEDS] for g in quick.grids)
+        assert spec.grids[0]["seed"] == [0, 1, 2]  # the original is untouched
+
+
+def test_findings_md_is_built_from_the_claim_page(tmp_path):
+    spec = next(s for s in claim_sweeps() if s.name == "claim6_bandpo")
+    page = tmp_path / "sweep" / "reports" / "claim_bandpo"
+    page.mkdir(parents=True)
+    (page / "claim_bandpo.png").write_bytes(b"\x89PNG fake")
+    (page / "summary.md").write_text("\n".join([
+        "# Claim 6", "", "_sweep x · 6 runs_", "", "_rule text_", "", "## Tests", "", "| part | verdict |",
+        "|---|---|", "| (a) | reproduced |", "", "![The figure.](claim_bandpo.png)", "",
+        "**Verdict: inconclusive — (a) reproduced; (b) inconclusive**", "", "## Runs used", "",
+        "| run | run id | status |", "|---|---|---|", "| a | 1 | FINISHED |", "| b | 2 | FINISHED |",
+        "| c | 3 | FAILED |"]))
+    out = tmp_path / "out"
+    path = write_findings([ClaimResult(spec, tmp_path / "sweep", 65.0, 1)], out, ["python", "-m", "harness",
+                          "findings"], quick=False, seconds=70.0)
+    text = path.read_text()
+    assert read_verdicts(path) == {"claim6_bandpo": "inconclusive"}
+    assert "| **inconclusive** | 1 FAILED, 2 FINISHED | 1.1 min | `claim6_bandpo` |" in text
+    assert "![The figure.](findings/claim6_bandpo/claim_bandpo.png)" in text
+    assert (out / "findings" / "claim6_bandpo" / "claim_bandpo.png").read_bytes() == b"\x89PNG fake"
+    assert "#### Tests" in text and "| (a) | reproduced |" in text and "Runs used" not in text
+    assert "exited with code 1" in text
+
+
+def test_unknown_claim_is_refused_in_one_line(run_harness):
+    proc = run_harness("findings", "--only", "claim9_nope")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "'claim9_nope' is not a claim sweep" in proc.stderr
+
+
+def test_bad_override_is_refused_before_any_run(run_harness):
+    proc = run_harness("findings", "--quick", "trainer.lr=-1")
+    assert proc.returncode == 2 and "trainer.lr=-1" in proc.stderr
+    assert not (run_harness.root / "multirun").exists()
+
+
+def test_quick_findings_run_every_claim_end_to_end(run_harness):
+    """The CI pipeline check: every claim sweep runs (tiny runs, two seeds), every claim report is built,
+    and FINDINGS.md carries a verdict and a figure per claim. The verdicts themselves mean nothing here."""
+    proc = run_harness("findings", "--quick", timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    findings = run_harness.root / "findings-quick" / "FINDINGS.md"
+    verdicts = read_verdicts(findings)
+    assert sorted(verdicts) == CLAIMS
+    assert set(verdicts.values()) <= {"reproduced", "not reproduced", "inconclusive"}
+    text = findings.read_text()
+    assert "Quick mode" in text
+    for name in CLAIMS:
+        figures = list((run_harness.root / "findings-quick" / "findings" / name).glob("*.png"))
+        assert figures and f"](findings/{name}/{figures[0].name})" in text
+    assert text.count(" FINISHED |") == len(CLAIMS)  # every run of every claim finished
