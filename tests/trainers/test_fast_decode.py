@@ -42,6 +42,7 @@ def test_incremental_decode_matches_a_full_forward(model):
     lean = engine._lean_decoder()
     ids = _ids(4, 12, seed=1)
     cache = lean.new_cache(4, 12)
+    lean.prepare()
     cos, sin = lean.rope_tables(12)
     steps = [lean.forward(ids[:, :7], 0, cache, cos, sin)]
     steps += [lean.forward(ids[:, p:p + 1], p, cache, cos, sin) for p in range(7, 12)]

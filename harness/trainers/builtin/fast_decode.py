@@ -57,7 +57,8 @@ def has_hooks(policy) -> bool:
 
 
 class _Layer:
-    __slots__ = ("ln_in", "q", "k", "v", "o", "q_norm", "k_norm", "ln_post", "gate", "up", "down")
+    __slots__ = ("ln_in", "q", "k", "v", "o", "q_norm", "k_norm", "ln_post", "gate", "up", "down",
+                 "qkv", "qk_norm", "gate_up")
 
     def __init__(self, layer):
         attn, mlp = layer.self_attn, layer.mlp
@@ -65,6 +66,15 @@ class _Layer:
         self.q, self.k, self.v, self.o = attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight, attn.o_proj.weight
         self.q_norm, self.k_norm = attn.q_norm.weight, attn.k_norm.weight
         self.gate, self.up, self.down = mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight
+        self.qkv = self.qk_norm = self.gate_up = None
+
+    def fuse(self, heads: int, kv_heads: int) -> None:
+        """Concatenated copies of the current weights: one q|k|v and one gate|up matmul, one q|k norm.
+        Each output element is still its own dot product over the hidden size, as in separate matmuls."""
+        with torch.no_grad():
+            self.qkv = torch.cat((self.q, self.k, self.v), dim=0)
+            self.gate_up = torch.cat((self.gate, self.up), dim=0)
+            self.qk_norm = torch.cat((self.q_norm.expand(heads, -1), self.k_norm.expand(kv_heads, -1)), dim=0)
 
 
 class LeanQwen3:
@@ -85,12 +95,17 @@ class LeanQwen3:
         self.inv_freq = model.rotary_emb.inv_freq
         self._rope: Optional[Tuple[int, torch.dtype, torch.Tensor, torch.Tensor]] = None
 
+    def prepare(self) -> None:
+        """Fuse the current weights (call before each generation: `sync` changes them in place)."""
+        for layer in self.layers:
+            layer.fuse(self.heads, self.kv_heads)
+
     # -- pieces, as in transformers' Qwen3 modules -------------------------------------------------------
     def _rms(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """Qwen3RMSNorm: normalise in float32, cast back, then scale (F.rms_norm computes the same
+        x * rsqrt(mean(x^2) + eps), bit for bit, in one op)."""
         dtype = x.dtype
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return weight * x32.to(dtype)
+        return weight * F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).to(dtype)
 
     def rope_tables(self, length: int) -> Tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [length, head_dim] in the activation dtype (computed in float32 like Qwen3RotaryEmbedding)."""
@@ -99,37 +114,42 @@ class LeanQwen3:
             positions = torch.arange(length, dtype=torch.float32)
             freqs = positions[:, None] * self.inv_freq.to(dtype=torch.float32)[None, :]
             emb = torch.cat((freqs, freqs), dim=-1)
-            self._rope = (length, dtype, emb.cos().to(dtype), emb.sin().to(dtype))
+            sin = emb.sin().to(dtype)
+            half = sin.shape[-1] // 2
+            # rotate_half(x) * sin = cat(x2, x1) * cat(-sin1, sin2): the sign moves onto the table (exact)
+            signed = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
+            self._rope = (length, dtype, emb.cos().to(dtype), signed)
         return self._rope[2], self._rope[3]
 
     @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        """x * cos + rotate_half(x) * sin, for x [..., L, heads, D] and tables [L, D]."""
         half = x.shape[-1] // 2
-        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
+        swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+        return x * cos + swapped * signed_sin
 
     def forward(self, ids: torch.Tensor, start: int, cache: List[Tuple[torch.Tensor, torch.Tensor]],
                 cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """Logits [B, V] of the last position, for tokens `ids` [B, L] at positions start..start+L-1; writes
-        their keys and values into `cache` (per layer, [B, kv_heads, max_len, head_dim])."""
+        their keys and values into `cache` (per layer, [B, kv_heads, max_len, head_dim]). Call `prepare()`
+        after the weights change."""
         batch, length = ids.shape
         end = start + length
+        heads, kv_heads, dim = self.heads, self.kv_heads, self.head_dim
         h = F.embedding(ids, self.embed)
-        cos_l, sin_l = cos[start:end], sin[start:end]  # [L, D], broadcast over [B, heads, L, D]
+        cos_l, sin_l = cos[start:end, None, :], sin[start:end, None, :]  # broadcast over [B, L, heads, D]
         for layer, (k_cache, v_cache) in zip(self.layers, cache):
             x = self._rms(h, layer.ln_in)
-            q = self._rms(F.linear(x, layer.q).view(batch, length, self.heads, self.head_dim), layer.q_norm)
-            k = self._rms(F.linear(x, layer.k).view(batch, length, self.kv_heads, self.head_dim), layer.k_norm)
-            v = F.linear(x, layer.v).view(batch, length, self.kv_heads, self.head_dim)
-            q = self._rotate(q.transpose(1, 2), cos_l, sin_l)
-            k_cache[:, :, start:end] = self._rotate(k.transpose(1, 2), cos_l, sin_l)
-            v_cache[:, :, start:end] = v.transpose(1, 2)
+            qkv = F.linear(x, layer.qkv).view(batch, length, heads + 2 * kv_heads, dim)
+            qk = self._rotate(self._rms(qkv[:, :, :heads + kv_heads], layer.qk_norm), cos_l, sin_l)
+            k_cache[:, :, start:end] = qk[:, :, heads:].transpose(1, 2)
+            v_cache[:, :, start:end] = qkv[:, :, heads + kv_heads:].transpose(1, 2)
             attn = F.scaled_dot_product_attention(
-                q, k_cache[:, :, :end], v_cache[:, :, :end], is_causal=length > 1, scale=self.scaling,
-                enable_gqa=self.heads != self.kv_heads)
+                qk[:, :, :heads].transpose(1, 2), k_cache[:, :, :end], v_cache[:, :, :end], is_causal=length > 1,
+                scale=self.scaling, enable_gqa=heads != kv_heads)
             h = h + F.linear(attn.transpose(1, 2).reshape(batch, length, -1), layer.o)
-            x = self._rms(h, layer.ln_post)
-            h = h + F.linear(F.silu(F.linear(x, layer.gate)) * F.linear(x, layer.up), layer.down)
+            gate, up = F.linear(self._rms(h, layer.ln_post), layer.gate_up).chunk(2, dim=-1)
+            h = h + F.linear(F.silu(gate) * up, layer.down)
         return F.linear(self._rms(h[:, -1], self.norm), self.lm_head)
 
     def new_cache(self, batch: int, max_len: int) -> List[Tuple[torch.Tensor, torch.Tensor]]:
@@ -141,6 +161,7 @@ class LeanQwen3:
         """Logits [B, L, V] of every position of `ids` (for tests: one causal forward, no cache reuse)."""
         batch, length = ids.shape
         cos, sin = self.rope_tables(length)
+        self.prepare()
         out = []
         for end in range(1, length + 1):
             cache = self.new_cache(batch, end)

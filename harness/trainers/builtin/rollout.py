@@ -136,6 +136,7 @@ class RolloutEngine:
         if lean is not None:  # harness/trainers/builtin/fast_decode.py: same forward, no per-token HF overhead
             total = prompt_ids.shape[1] + max_new_tokens
             kv_cache, position = lean.new_cache(batch, total), 0
+            lean.prepare()
             cos, sin = lean.rope_tables(total)
         else:
             from transformers import DynamicCache
