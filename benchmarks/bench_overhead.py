@@ -53,7 +53,7 @@ started = time.perf_counter()
 import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
 import harness.trainers, harness.trainers.builtin.trainer as bt, harness.tracking.tracker as tt
 acc["imports"] = time.perf_counter() - started
-wrap(harness.config.compose, "preflight", "preflight")
+wrap(harness.config.compose, "preflight_composed", "preflight")  # what the CLI calls (also does preflight)
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
 wrap(harness.tracking, "open_tracker", "open_tracker")
 wrap(harness.trainers, "build_trainer", "trainer_init")
