@@ -5,9 +5,12 @@
 The harness side is `BuiltinTrainer._rl_step()` on the default run (dppo, sorting, 16 prompts × 8,
 two mini-batches, fp32, one torch thread; --quick: debug=quick sizes). The baseline is the same model work
 written as a tight loop with nothing of the harness around it, on copies of the same models:
-  - sampling with a KV cache (`DynamicCache`, logits_to_keep=1, log_softmax + multinomial) for exactly as
-    many decode steps as the paired harness step took (it stops early once every row has emitted <eos>);
-  - one no-grad forward of the whole batch (the harness recomputes π' with the trainer's weights);
+  - sampling with a KV cache for exactly as many decode steps as the paired harness step took (it stops
+    early once every row has emitted <eos>), through the same model path as the rollout engine: the lean
+    Qwen3 decoder (`fast_decode.LeanQwen3`, preallocated cache) when the engine uses it, else the HF model
+    with a `DynamicCache` (logits_to_keep=1); log_softmax + multinomial;
+  - one no-grad forward of the rows outside the first mini-batch (the harness takes π' of the first
+    mini-batch's rows from its grad forward and recomputes the others with the trainer's weights);
   - per mini-batch: forward, log-probs of the sampled tokens, a plain importance-weighted policy-gradient
     loss, backward, AdamW step.
 Left out of the baseline, hence counted as harness cost: weight sync into the rollout engine, prompt
@@ -44,6 +47,12 @@ class PureLoop:
         self.generator = torch.Generator().manual_seed(0)
         self.mini_batches = trainer.t.mini_batches
         self.cache_argument = trainer.engine._cache_argument
+        lean = trainer.engine._lean_decoder() if hasattr(trainer.engine, "_lean_decoder") else None
+        if lean is not None:
+            from harness.trainers.builtin.fast_decode import LeanQwen3
+
+            lean = LeanQwen3(self.policy)
+        self.lean = lean
 
     def step(self, prompt_ids, decode_steps: int) -> None:
         import torch
@@ -51,21 +60,34 @@ class PureLoop:
         from transformers import DynamicCache
 
         with torch.no_grad():
-            cache, step_input, tokens, logps = DynamicCache(config=self.policy.config), prompt_ids, [], []
+            step_input, tokens, logps = prompt_ids, [], []
+            if self.lean is not None:
+                total, position = prompt_ids.shape[1] + decode_steps, 0
+                kv, (cos, sin) = self.lean.new_cache(len(prompt_ids), total), self.lean.rope_tables(total)
+                self.lean.prepare()
+            else:
+                cache = DynamicCache(config=self.policy.config)
             for _ in range(decode_steps):
-                out = self.policy(input_ids=step_input, use_cache=True, logits_to_keep=1,
-                                  **{self.cache_argument: cache})
-                log_probs = F.log_softmax(out.logits[:, -1].float(), dim=-1)
+                if self.lean is not None:
+                    last = self.lean.forward(step_input, position, kv, cos, sin)
+                    position += step_input.shape[1]
+                else:
+                    last = self.policy(input_ids=step_input, use_cache=True, logits_to_keep=1,
+                                       **{self.cache_argument: cache}).logits[:, -1]
+                log_probs = F.log_softmax(last.float(), dim=-1)
                 step_input = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
                 tokens.append(step_input)
                 logps.append(log_probs.gather(1, step_input))
             tokens, rollout_logp = torch.cat(tokens, dim=1), torch.cat(logps, dim=1)
             sequences = torch.cat([prompt_ids, tokens], dim=1)
-            self.model(input_ids=sequences, use_cache=False)  # π' recompute
         prompt_len = prompt_ids.shape[1]
         advantages = torch.randn(len(sequences), 1, generator=self.generator)
         order = torch.randperm(len(sequences), generator=self.generator)
-        for batch in order.chunk(self.mini_batches):
+        batches = order.chunk(self.mini_batches)
+        if len(batches) > 1:
+            with torch.no_grad():  # π' of the rows outside the first mini-batch
+                self.model(input_ids=sequences[torch.cat(batches[1:])], use_cache=False)
+        for batch in batches:
             logits = self.model(input_ids=sequences[batch], use_cache=False).logits[:, prompt_len - 1:-1].float()
             logp = F.log_softmax(logits, dim=-1).gather(-1, tokens[batch].unsqueeze(-1)).squeeze(-1)
             loss = -((logp - rollout_logp[batch]).exp() * advantages[batch]).mean()
