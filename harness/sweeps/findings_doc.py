@@ -78,7 +78,8 @@ def read_claim_page(result: ClaimResult, out: Path) -> ClaimPage:
 
 def _git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], capture_output=True,
+                             text=True, timeout=10,
                              cwd=Path(__file__).resolve().parent)
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
@@ -104,6 +105,11 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
               "reports the sweeps generated (`harness/reports/kinds/claim_*.py`); each verdict follows the rule "
               "stated in its section, fixed before the runs. Seeds are fixed in the sweep files; every run of "
               "every sweep is counted.", ""]
+    reused = sum(len(list(r.sweep_dir.glob("*/skipped.json"))) for r in results)
+    if reused:
+        lines += [f"{reused} job(s) were not rerun: an identical configuration had already FINISHED in this "
+                  "output folder (skip-finished), and the reports use that run. Their time is not in the "
+                  "totals above.", ""]
     lines += ["| claim | verdict | runs | time | sweep |", "|---|---|---|---|---|"]
     for result, page in zip(results, pages):
         runs = ", ".join(f"{n} {s}" for s, n in sorted(page.statuses.items())) or "—"
