@@ -121,6 +121,7 @@ class MlflowTracker(Tracker):
         self._finishing = False
         self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()  # (step, ts, values) or None: stop
         self._writer: Optional[threading.Thread] = None
+        self._writer_lock = threading.Lock()
         self._wake = threading.Event()  # flush() / finish(): send now, without waiting for the interval
         self._interval = metrics_interval()
         self.writer_cpu_s = 0.0  # CPU seconds the writer thread spent sending (for the benchmarks)
@@ -208,7 +209,7 @@ class MlflowTracker(Tracker):
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
         """Queue the step for the writer thread (the caller only pays for the float conversion)."""
-        with self._lock:
+        with self._writer_lock:  # not self._lock: a catch-up upload holds that one, a step must not wait
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_loop, name="harness-metrics", daemon=True)
                 self._writer.start()
@@ -341,7 +342,9 @@ class MlflowTracker(Tracker):
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
         self._finishing = True
-        self._heartbeat.stop()
+        # a beat may be uploading the spool (after an outage): let it end, or the catch-up below finds the
+        # spool busy and the exit would cut that upload short
+        self._heartbeat.stop(timeout=30)
         self.flush()
         if self._writer is not None:
             self._queue.put(None)

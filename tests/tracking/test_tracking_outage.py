@@ -33,14 +33,19 @@ def _wait(condition, what: str, timeout: float = 180) -> None:
 @pytest.mark.slow
 def test_server_crash_mid_run_loses_and_duplicates_nothing(server, tmp_path):
     run_dirs = [tmp_path / "sweep" / str(i) for i in range(len(STEPS))]
-    pause = tmp_path / "pause"  # holds the long writers (mid-outage) until the server is back
+    # Steps are fast (metrics go through a background writer), so the phases are held by files rather than
+    # left to timing: `hold` keeps the short writers at step 40 until the server is down, `pause` keeps the
+    # long writers at step 100 (mid-outage) until it is back.
+    pause, hold = tmp_path / "pause", tmp_path / "hold"
+    pause.touch(), hold.touch()
     procs = [start_writer(server.url, d, "--steps", str(n), "--metrics", str(METRICS), "--sleep", "0.02",
-                          *(["--pause-file", str(pause)] if n == max(STEPS) else []), env=BEAT)
+                          "--pause-file", str(pause if n == max(STEPS) else hold),
+                          "--pause-after", str(100 if n == max(STEPS) else 40), env=BEAT)
              for d, n in zip(run_dirs, STEPS)]
     _wait(lambda: min(_steps_logged(d) for d in run_dirs) >= 30, "30 steps of every writer")
     server.crash()
+    hold.unlink()
     _wait(lambda: min(_steps_logged(d) for d in run_dirs[2:]) >= 90, "90 steps of the long writers")
-    pause.touch()
     assert all(_steps_logged(d) < n for d, n in zip(run_dirs[2:], STEPS[2:])), "long writers must outlive it"
     _wait(lambda: all(p.poll() is not None for p in procs[:2]), "the short writers to end during the outage")
     server.start()

@@ -35,6 +35,8 @@ def main() -> int:
     parser.add_argument("--fail-at", type=int, default=-1, help="raise after this step")
     parser.add_argument("--sigkill-at", type=int, default=-1, help="SIGKILL itself after this step")
     parser.add_argument("--pause-file", type=Path, default=None, help="wait before each step while it exists")
+    parser.add_argument("--pause-after", type=int, default=0,
+                        help="with --pause-file: wait only before the steps after this one")
     parser.add_argument("--parent-sweep-dir", default=None)
     args = parser.parse_args()
 
@@ -58,7 +60,7 @@ def main() -> int:
     print(f"run_id={tracker.run_id}", flush=True)
     try:
         for step in range(1, args.steps + 1):
-            while args.pause_file is not None and args.pause_file.exists():
+            while args.pause_file is not None and step > args.pause_after and args.pause_file.exists():
                 time.sleep(0.05)
             tracker.log_metrics({f"m/{k}": step + k / 100 for k in range(args.metrics)}, step=step)
             if step == args.fail_at:
