@@ -29,6 +29,13 @@ import torch.nn.functional as F
 
 def supports(policy) -> bool:
     """True when `policy` is a transformers Qwen3ForCausalLM with the plain settings this path implements."""
+    try:
+        return _supports(policy)
+    except Exception:  # an unexpected config layout: keep the HF path
+        return False
+
+
+def _supports(policy) -> bool:
     if type(policy).__name__ != "Qwen3ForCausalLM":
         return False
     cfg = policy.config
