@@ -48,14 +48,13 @@ def main(argv: List[str]) -> int:
 
 def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
     """The sweep's folder and the overrides of each grid, every job validated (ConfigError/ValueError)."""
-    from harness.config.compose import compose, preflight
+    from harness.config.compose import preflight
 
     common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
-    root = Path(compose([*common, *user]).output_root).expanduser().resolve()
-    sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     grids = [[*common, *grid, *user] for grid in spec.grid_overrides()]
-    for grid in grids:
-        preflight(grid, multirun=True)
+    first = [preflight(grid, multirun=True)[0] for grid in grids][0]
+    root = Path(first.output_root).expanduser().resolve()
+    sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     return sweep_dir, grids
 
 

@@ -73,3 +73,17 @@ def test_quick_findings_run_every_claim_end_to_end(run_harness):
         figures = list((run_harness.root / "findings-quick" / "findings" / name).glob("*.png"))
         assert figures and f"](findings/{name}/{figures[0].name})" in text
     assert text.count(" FINISHED |") == len(CLAIMS)  # every run of every claim finished
+
+
+def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypatch):
+    """`python -m harness sweep claim6_bandpo 'seed=range(0,10)'`: a sweep-valued override replaces the
+    file's seed axis (and is validated like every other job before anything runs)."""
+    from harness.config.compose import expand_sweep
+    from harness.sweeps.command import prepare
+    from harness.sweeps.spec import load_sweep
+
+    monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
+    sweep_dir, grids = prepare(load_sweep("claim6_bandpo"), ["seed=range(0,10)"])
+    jobs = expand_sweep(grids[0])
+    assert len(jobs) == 20 and {j[-1] for j in jobs} == {f"seed={s}" for s in range(10)}
+    assert sweep_dir.parent == tmp_path / "multirun" / "claim6_bandpo"
