@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.reports.build import build_from_data, build_kind  # noqa: E402
 from harness.reports.collect import collect  # noqa: E402
 from harness.reports.locate import Target  # noqa: E402
-from harness.reports.registry import list_kinds  # noqa: E402
+from harness.reports.registry import default_kinds  # noqa: E402
 from harness.reports.synthetic import FakeRun, STEP_METRICS, write_sweep  # noqa: E402
 
 SWEEP_ID = "2026-01-01/00-00-00-000000"
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
             return 1
         per_kind = {}
         t0, c0 = time.perf_counter(), time.process_time()
-        for kind in list_kinds():  # as build_from_data does, timed one by one
+        for kind in default_kinds():  # as build_from_data does for a sweep naming no kinds, timed one by one
             k0 = time.perf_counter()
             build_kind(kind, data, target.out_dir)
             per_kind[kind] = round(time.perf_counter() - k0, 2)
