@@ -87,3 +87,15 @@ def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypa
     jobs = expand_sweep(grids[0])
     assert len(jobs) == 20 and {j[-1] for j in jobs} == {f"seed={s}" for s in range(10)}
     assert sweep_dir.parent == tmp_path / "multirun" / "claim6_bandpo"
+
+
+def test_toy_experiments_compose_for_the_builtin_trainer():
+    from harness.config.compose import compose
+    from harness.config.validate import validate
+
+    mismatch = validate(compose(["experiment=toy_mismatch"]))
+    assert mismatch.trainer.name == "builtin" and mismatch.precision.name == "fp8_rollout"
+    assert mismatch.precision.mismatch_scale == 8.0 and mismatch.trainer.mini_batches == 4
+    sanity = validate(compose(["experiment=toy_sanity"]))
+    assert sanity.dataset.train_size == 64 and sanity.trainer.steps == 400
+    assert validate(compose(["experiment=toy_mismatch", "precision=fp32"])).precision.mismatch_scale == 8.0
