@@ -5,10 +5,11 @@ stops instead, and `python -m harness status` shows it STALE, `python -m harness
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Callable, Optional
+
+from harness.tracking.env_seconds import env_seconds
 
 log = logging.getLogger("harness")
 
@@ -21,16 +22,7 @@ MIN_STALE_AFTER_S = 180.0
 
 def heartbeat_period() -> float:
     """Seconds between beats: HARNESS_HEARTBEAT_S, default 30."""
-    raw = os.environ.get(HEARTBEAT_ENV)
-    if not raw:
-        return DEFAULT_PERIOD_S
-    try:
-        period = float(raw)
-    except ValueError:
-        period = -1.0
-    if not period > 0:
-        raise ValueError(f"{HEARTBEAT_ENV}={raw!r} is not allowed: a number of seconds > 0 (default 30)")
-    return period
+    return env_seconds(HEARTBEAT_ENV, DEFAULT_PERIOD_S, allow_zero=False)
 
 
 def default_stale_after() -> float:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
+from harness.tracking.env_seconds import env_seconds
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected, warn_once
 from harness.tracking.params import scrub
@@ -44,16 +44,7 @@ DEFAULT_INTERVAL_S = 5.0
 
 def metrics_interval() -> float:
     """Seconds between the metrics writer's calls: HARNESS_METRICS_INTERVAL_S (>= 0), default 5."""
-    raw = os.environ.get(INTERVAL_ENV)
-    if not raw:
-        return DEFAULT_INTERVAL_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise ValueError(f"{INTERVAL_ENV}={raw!r} is not allowed: a number of seconds >= 0 (default 5)")
-    return value
+    return env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_S, allow_zero=True)
 
 
 def now_ms() -> int:
