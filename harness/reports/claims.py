@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.page import Page
-from harness.reports.stats import CONFIDENCE, Interval, t_interval, t_quantile
+from harness.reports.stats import CONFIDENCE, Interval, t_quantile
 from harness.reports.summary import EVAL, summarize, window_mean
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
@@ -174,13 +174,6 @@ def fmt_interval(interval: Interval, digits: int = 3) -> str:
     if interval.low is None:
         return f"{fmt(interval.mean, digits)} (no CI)"
     return f"{fmt(interval.mean, digits)} [{fmt(interval.low, digits)}, {fmt(interval.high, digits)}]"
-
-
-def summary_row(name: str, numbers: Sequence[float]) -> list:
-    """[name, n, mean, 95% CI] of one group's per-run values."""
-    interval = t_interval(numbers)
-    ci = None if interval.low is None else f"[{fmt(interval.low)}, {fmt(interval.high)}]"
-    return [name, interval.n, interval.mean, ci]
 
 
 def group_by(runs: Iterable[Run], key) -> Dict[str, List[Run]]:

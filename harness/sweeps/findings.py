@@ -11,7 +11,7 @@ import copy
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 from harness.sweeps.findings_doc import ClaimResult, write_findings
 from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
@@ -105,9 +105,3 @@ def _default_out(sweep_dir: Path, quick: bool) -> Path:
         return sweep_dir.parents[2] / "findings-quick"  # <output_root>/multirun/<name>/<stamp>
     return Path("reports")
 
-
-def verdicts(findings_md: Path) -> Optional[dict]:
-    """{claim sweep name: verdict word} read back from a FINDINGS.md (for tests and tooling)."""
-    from harness.sweeps.findings_doc import read_verdicts
-
-    return read_verdicts(findings_md)

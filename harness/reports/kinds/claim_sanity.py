@@ -18,14 +18,18 @@ RULE = (f"Measure: training accuracy (sampled at T=1 on the pool) averaged over 
         f"objective's 95% t-interval lies below {TARGET:g}; inconclusive otherwise.")
 
 
+def _on_a_pool(run) -> bool:
+    return run.param("dataset.train_size") is not None
+
+
 def needs(data: SweepData) -> Optional[str]:
-    if any(r.param("dataset.train_size") not in (None, "None") for r in data.runs):
+    if any(_on_a_pool(r) for r in data.runs):
         return None
     return "needs runs on a fixed problem pool (dataset.train_size set, e.g. experiment=toy_sanity)"
 
 
 def build(data: SweepData, page: Page) -> None:
-    runs = [r for r in data.runs if r.param("dataset.train_size") not in (None, "None")]
+    runs = [r for r in data.runs if _on_a_pool(r)]
     page.uses(runs)
     page.text(RULE, "method")
     groups = claims.group_by(runs, lambda r: r.objective)

@@ -2,6 +2,7 @@
 objectives (pg_is, cispo) grow mismatch and collapse more often than dppo, unlike at full precision?"""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from harness.reports import claims, plots
@@ -42,8 +43,6 @@ def _growth(data, run):
 
 
 def build(data: SweepData, page: Page) -> None:
-    import math
-
     low = _low(data)
     runs = [r for r in data.runs if r.objective in (*UNCONSTRAINED, TRUST_REGION)]
     page.uses(runs)
