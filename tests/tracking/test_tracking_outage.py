@@ -9,7 +9,7 @@ import time
 import pytest
 from harness.tracking.spool import Spool
 from tracking_helpers import (assert_exactly_once, finish, free_port, harness_tool, printed_run_id, runs_of,
-                              start_writer)
+                              start_writer, wait_until)
 
 STEPS = (80, 80, 200, 200)  # the short writers end during the outage, the long ones after it
 METRICS = 10
@@ -19,15 +19,6 @@ BEAT = {"HARNESS_HEARTBEAT_S": "1"}
 def _steps_logged(run_dir) -> int:
     path = run_dir / "metrics.jsonl"
     return len(path.read_text().splitlines()) if path.is_file() else 0
-
-
-def _wait(condition, what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.slow
@@ -42,12 +33,12 @@ def test_server_crash_mid_run_loses_and_duplicates_nothing(server, tmp_path):
                           "--pause-file", str(pause if n == max(STEPS) else hold),
                           "--pause-after", str(100 if n == max(STEPS) else 40), env=BEAT)
              for d, n in zip(run_dirs, STEPS)]
-    _wait(lambda: min(_steps_logged(d) for d in run_dirs) >= 30, "30 steps of every writer")
+    wait_until(lambda: min(_steps_logged(d) for d in run_dirs) >= 30, "30 steps of every writer", timeout=180)
     server.crash()
     hold.unlink()
-    _wait(lambda: min(_steps_logged(d) for d in run_dirs[2:]) >= 90, "90 steps of the long writers")
+    wait_until(lambda: min(_steps_logged(d) for d in run_dirs[2:]) >= 90, "90 steps of the long writers", timeout=180)
     assert all(_steps_logged(d) < n for d, n in zip(run_dirs[2:], STEPS[2:])), "long writers must outlive it"
-    _wait(lambda: all(p.poll() is not None for p in procs[:2]), "the short writers to end during the outage")
+    wait_until(lambda: all(p.poll() is not None for p in procs[:2]), "the short writers to end during the outage", timeout=180)
     server.start()
     pause.unlink()
     results = [finish(p) for p in procs]

@@ -5,22 +5,13 @@ from __future__ import annotations
 import signal
 import time
 
-from tracking_helpers import finish, harness_tool, printed_run_id, runs_of, start_writer
+from tracking_helpers import finish, harness_tool, printed_run_id, runs_of, start_writer, wait_until
 
 FAST_BEAT = {"HARNESS_HEARTBEAT_S": "0.5"}
 
 
 def _by_id(uri: str, experiment: str = "writers") -> dict:
     return {r.info.run_id: r for r in runs_of(uri, experiment)}
-
-
-def _wait_until(condition, what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_failed_killed_and_stale_runs(tmp_path):
@@ -39,7 +30,7 @@ def test_failed_killed_and_stale_runs(tmp_path):
                                          "--sigkill-at", "5", env=FAST_BEAT))
     assert code == -signal.SIGKILL
     killed_id = printed_run_id(out)
-    _wait_until(lambda: (tmp_path / "runs" / "term" / "metrics.jsonl").is_file(), "the SIGTERM target to log")
+    wait_until(lambda: (tmp_path / "runs" / "term" / "metrics.jsonl").is_file(), "the SIGTERM target to log")
     term.send_signal(signal.SIGTERM)
     code, out, _ = finish(term)
     assert code == 143
@@ -76,7 +67,7 @@ def test_status_watch_follows_runs_to_the_end(tmp_path):
     finish(start_writer(uri, tmp_path / "runs" / "first", "--name", "first", "--steps", "1"))  # creates the store
     writers = [start_writer(uri, tmp_path / "runs" / f"w{i}", "--name", f"w{i}", "--steps", "40", "--sleep", "0.1")
                for i in range(2)]
-    _wait_until(lambda: all((tmp_path / "runs" / f"w{i}" / "metrics.jsonl").is_file() for i in range(2)),
+    wait_until(lambda: all((tmp_path / "runs" / f"w{i}" / "metrics.jsonl").is_file() for i in range(2)),
                 "both runs to start")  # without a parent run, --watch knows only the runs already there
     watch = harness_tool("status", "--experiment", "writers", "--watch", "--interval", "0.5", root=tmp_path,
                          timeout=300)

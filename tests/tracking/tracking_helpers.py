@@ -120,3 +120,13 @@ def assert_exactly_once(uri: str, run_id: str, steps: int, metrics: int) -> None
     assert not missing, f"run {run_id}: {len(missing)} points missing, e.g. {missing[:5]}"
     assert not duplicated, f"run {run_id}: points duplicated, e.g. {list(duplicated.items())[:5]}"
     assert sum(counts.values()) == steps * metrics
+
+
+def wait_until(condition, what: str, timeout: float = 120) -> None:
+    """Poll `condition` every 0.2 s; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
