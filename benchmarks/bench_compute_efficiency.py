@@ -7,12 +7,13 @@ two mini-batches, fp32, one torch thread; --quick: debug=quick sizes). The basel
 written as a tight loop with nothing of the harness around it, on copies of the same models:
   - sampling with a KV cache for exactly as many decode steps as the paired harness step took (it stops
     early once every row has emitted <eos>), through the same model path as the rollout engine: the lean
-    Qwen3 decoder (`fast_decode.LeanQwen3`, preallocated cache) when the engine uses it, else the HF model
-    with a `DynamicCache` (logits_to_keep=1); log_softmax + multinomial;
+    Qwen3 decoder (`fast_decode.LeanQwen3`, preallocated cache, each distinct prompt prefilled once) when
+    the engine uses it, else the HF model with a `DynamicCache` (logits_to_keep=1); log_softmax + multinomial;
   - one no-grad forward of the rows outside the first mini-batch (the harness takes π' of the first
     mini-batch's rows from its grad forward and recomputes the others with the trainer's weights);
-  - per mini-batch: forward, log-probs of the sampled tokens, a plain importance-weighted policy-gradient
-    loss, backward, AdamW step.
+  - per mini-batch: forward (`policy.response_logits`, the trainer's model call: each distinct prompt once,
+    its KV cache shared by its rows), log-probs of the sampled tokens, a plain importance-weighted
+    policy-gradient loss, backward, AdamW step.
 Left out of the baseline, hence counted as harness cost: weight sync into the rollout engine, prompt
 sampling and tokenisation, decoding and verifying completions, advantages, the objective with its
 metrics, entropy and mismatch metrics, gradient clipping, and the Python around them.
@@ -54,11 +55,16 @@ class PureLoop:
             lean = LeanQwen3(self.policy)
         self.lean = lean
 
-    def step(self, prompt_ids, decode_steps: int) -> None:
+    def step(self, prompts, prompt_index, decode_steps: int) -> None:
         import torch
         import torch.nn.functional as F
         from transformers import DynamicCache
 
+        from harness.trainers.builtin.policy import response_logits
+
+        prompt_ids = prompts if prompt_index is None else prompts[prompt_index]
+        if prompt_index is None:
+            prompts, prompt_index = prompt_ids, torch.arange(len(prompt_ids))
         with torch.no_grad():
             step_input, tokens, logps = prompt_ids, [], []
             if self.lean is not None:
@@ -67,8 +73,11 @@ class PureLoop:
                 self.lean.prepare()
             else:
                 cache = DynamicCache(config=self.policy.config)
-            for _ in range(decode_steps):
-                if self.lean is not None:
+            for index in range(decode_steps):
+                if self.lean is not None and index == 0:
+                    last = self.lean.shared_prefill(prompts, prompt_index, kv, cos, sin)
+                    position += step_input.shape[1]
+                elif self.lean is not None:
                     last = self.lean.forward(step_input, position, kv, cos, sin)
                     position += step_input.shape[1]
                 else:
@@ -79,16 +88,15 @@ class PureLoop:
                 tokens.append(step_input)
                 logps.append(log_probs.gather(1, step_input))
             tokens, rollout_logp = torch.cat(tokens, dim=1), torch.cat(logps, dim=1)
-            sequences = torch.cat([prompt_ids, tokens], dim=1)
-        prompt_len = prompt_ids.shape[1]
-        advantages = torch.randn(len(sequences), 1, generator=self.generator)
-        order = torch.randperm(len(sequences), generator=self.generator)
+        advantages = torch.randn(len(tokens), 1, generator=self.generator)
+        order = torch.randperm(len(tokens), generator=self.generator)
         batches = order.chunk(self.mini_batches)
         if len(batches) > 1:
             with torch.no_grad():  # π' of the rows outside the first mini-batch
-                self.model(input_ids=sequences[torch.cat(batches[1:])], use_cache=False)
+                rest = torch.cat(batches[1:])
+                response_logits(self.model, prompts, prompt_index[rest], tokens[rest], 1.0)
         for batch in batches:
-            logits = self.model(input_ids=sequences[batch], use_cache=False).logits[:, prompt_len - 1:-1].float()
+            logits = response_logits(self.model, prompts, prompt_index[batch], tokens[batch], 1.0)
             logp = F.log_softmax(logits, dim=-1).gather(-1, tokens[batch].unsqueeze(-1)).squeeze(-1)
             loss = -((logp - rollout_logp[batch]).exp() * advantages[batch]).mean()
             self.optimizer.zero_grad(set_to_none=True)
@@ -103,7 +111,8 @@ def capture_rollouts(trainer) -> dict:
 
     def recording(prompt_ids, *args, **kwargs):
         rollout = generate(prompt_ids, *args, **kwargs)
-        seen["prompt_ids"], seen["decode_steps"] = prompt_ids, int(rollout.mask.any(dim=0).sum())
+        seen["prompts"], seen["prompt_index"] = prompt_ids, kwargs.get("prompt_index")
+        seen["decode_steps"] = int(rollout.mask.any(dim=0).sum())
         return rollout
 
     trainer.engine.generate = recording
@@ -131,7 +140,7 @@ def main(argv=None) -> int:
             trainer._rl_step()
             harness_s.append(time.perf_counter() - started)
             started = time.perf_counter()
-            pure.step(seen["prompt_ids"], seen["decode_steps"])
+            pure.step(seen["prompts"], seen["prompt_index"], seen["decode_steps"])
             pure_s.append(time.perf_counter() - started)
             decode_steps.append(seen["decode_steps"])
         trainer.tracker.finish("FINISHED")

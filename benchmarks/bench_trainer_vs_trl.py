@@ -14,9 +14,12 @@ step, so the two alternate step by step in one process. A TRL step is timed from
 built-in step to TRL's next `on_step_end` (its data loading and logging included); a built-in step is
 `_rl_step()` + `log_metrics`, as in `BuiltinTrainer.train`. Figures are medians of per-pair ratios.
 
-Known difference, kept as each trainer does it: with one mini-batch TRL skips the recomputation of the
-old log-probs (π' = π), the built-in trainer always recomputes π' with an extra no-grad forward (it needs
-it for the mismatch metrics and the rollout/recompute anchors).
+Known differences, kept as each trainer does them: TRL runs every completion's whole sequence (its
+prompt repeated once per row of the group) through generation's prefill and through the training forward;
+the built-in trainer runs each distinct prompt once and shares its KV cache among the group's rows, in the
+rollout engine's prefill and in the training forward (`policy.response_logits`; same logits and gradients
+to float rounding, tests/trainers/test_shared_prompt.py). The built-in trainer's π' of its one mini-batch
+comes from the grad forward; TRL skips π' with one mini-batch (π' = π).
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """`BuiltinTrainer._rl_step` takes π' (old_logp) of the first mini-batch's rows from its grad forward and
-recomputes only the other rows: token-level results must equal the old behaviour (one no-grad forward of
-every row before the updates), kept here as `reference_rl_step`."""
+recomputes only the other rows, and runs each distinct prompt once per forward (`response_logits` shares the
+prompt's KV cache among its group's rows): token-level results must equal the old behaviour (one no-grad
+forward of every row's whole sequence before the updates, one full forward per row in the updates), kept
+here as `reference_rl_step`."""
 from __future__ import annotations
 
 import time
@@ -12,11 +14,17 @@ import torch
 from harness.algorithms import aggregate, compute_advantages
 from harness.config.compose import compose
 from harness.config.validate import validate
-from harness.trainers.builtin.policy import masked_mean, response_logits, token_entropy, token_logp
+from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
 from harness.trainers.builtin.precision import training_forward
 from harness.trainers.builtin.rollout import completions_text
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import encode_batch
+
+
+def response_logits(model, sequences: torch.Tensor, prompt_len: int, temperature: float) -> torch.Tensor:
+    """One forward of each row's whole sequence (prompt then response)."""
+    logits = model(input_ids=sequences, use_cache=False).logits
+    return logits[:, prompt_len - 1:-1].float() / temperature
 
 
 def reference_rl_step(self) -> Dict[str, float]:

@@ -159,6 +159,18 @@ class LeanQwen3:
             h = h + F.linear(F.silu(gate) * up, layer.down)
         return F.linear(self._rms(h[:, -1], self.norm), self.lm_head)
 
+    def shared_prefill(self, prompts: torch.Tensor, rows: torch.Tensor, cache: List[Tuple[torch.Tensor, torch.Tensor]],
+                       cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """`forward` of the prompts prompts[rows] at position 0, running each of `prompts` [U, P] once: their
+        keys and values are copied into the rows' `cache`; returns the rows' last-position logits [B, V]."""
+        own = self.new_cache(prompts.shape[0], prompts.shape[1])
+        logits = self.forward(prompts, 0, own, cos, sin)
+        length = prompts.shape[1]
+        for (k_rows, v_rows), (k_own, v_own) in zip(cache, own):
+            k_rows[:, :, :length] = k_own[rows]
+            v_rows[:, :, :length] = v_own[rows]
+        return logits[rows]
+
     def new_cache(self, batch: int, max_len: int) -> List[Tuple[torch.Tensor, torch.Tensor]]:
         dtype = self.embed.dtype
         shape = (batch, self.kv_heads, max_len, self.head_dim)

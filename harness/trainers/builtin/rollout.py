@@ -9,13 +9,13 @@ training-inference mismatch.
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from harness.trainers.builtin.policy import cache_argument
 from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant, fp8_quantised_linear_names
 
 
@@ -57,9 +57,7 @@ class RolloutEngine:
         self._fp8_names = set(fp8_quantised_linear_names(self.policy)) if spec.fp8_rollout else set()
         self.pad_token_id = self.policy.config.pad_token_id
         self.eos_token_id = self.policy.config.eos_token_id
-        # transformers renamed `past_key_values` to `cache` (5.x); accept both so older versions keep working.
-        forward_arguments = inspect.signature(self.policy.forward).parameters
-        self._cache_argument = "cache" if "cache" in forward_arguments else "past_key_values"
+        self._cache_argument = cache_argument(self.policy)
 
     @classmethod
     def from_model(cls, trainer_model, spec: PrecisionSpec) -> "RolloutEngine":
@@ -114,6 +112,7 @@ class RolloutEngine:
         generator: torch.Generator,
         topk: int = 0,
         greedy: bool = False,
+        prompt_index: torch.LongTensor | None = None,
     ) -> Rollout:
         """Sample up to `max_new_tokens` tokens after each prompt row, with a KV cache.
 
@@ -121,10 +120,16 @@ class RolloutEngine:
         both for sampling and for the returned log-probs; greedy=True takes the argmax instead of sampling.
         Deterministic given the generator's state. Stops early when every row has emitted `<eos>`.
         Returns a Rollout with T = max_new_tokens.
+
+        prompt_index: LongTensor [B] of rows into prompt_ids (e.g. a group's rows share one prompt); the rows
+        are then prompt_ids[prompt_index], and the lean path runs each distinct prompt's prefill once.
         """
         if temperature <= 0:
             raise ValueError(f"generate: temperature={temperature} must be > 0 (use greedy=True for argmax)")
         lean = self._lean_decoder()
+        shared = prompt_ids
+        if prompt_index is not None:
+            prompt_ids = prompt_ids[prompt_index]
         batch = prompt_ids.shape[0]
         tokens = torch.full((batch, max_new_tokens), self.pad_token_id, dtype=torch.long)
         logp = torch.zeros(batch, max_new_tokens)
@@ -144,7 +149,10 @@ class RolloutEngine:
             cache = DynamicCache(config=self.policy.config)
         step_input = prompt_ids
         for step in range(max_new_tokens):
-            if lean is not None:
+            if lean is not None and step == 0 and prompt_index is not None:
+                last_logits = lean.shared_prefill(shared, prompt_index, kv_cache, cos, sin)
+                position += step_input.shape[1]
+            elif lean is not None:
                 last_logits = lean.forward(step_input, position, kv_cache, cos, sin)
                 position += step_input.shape[1]
             else:

@@ -90,23 +90,21 @@ class BuiltinTrainer:
     def _rl_step(self) -> Dict[str, float]:
         t, started = self.t, time.perf_counter()
         problems = self.task.sample_train(self.data_rng, t.prompts_per_step)
-        prompt_ids = encode_batch(self.tokenizer, [p.prompt for p in problems])
-        prompt_ids = prompt_ids.repeat_interleave(t.group_size, dim=0)  # [N, P]
-        prompt_len = prompt_ids.shape[1]
+        prompts = encode_batch(self.tokenizer, [p.prompt for p in problems])  # [prompts, P]
+        prompt_index = torch.arange(len(problems)).repeat_interleave(t.group_size)  # each row's prompt
         self.engine.sync(self.model)
-        rollout = self.engine.generate(prompt_ids, self.max_new_tokens, t.temperature, self.sample_gen,
-                                       topk=t.topk if self.objective.needs_topk else 0)
+        rollout = self.engine.generate(prompts, self.max_new_tokens, t.temperature, self.sample_gen,
+                                       topk=t.topk if self.objective.needs_topk else 0, prompt_index=prompt_index)
         rollout_seconds = time.perf_counter() - started
         texts = completions_text(self.tokenizer, rollout)
         group, mini_batches, temperature = int(t.group_size), int(t.mini_batches), float(t.temperature)
         rewards = torch.tensor([self.task.reward(problems[i // group], text)
                                 for i, text in enumerate(texts)], dtype=torch.float32)
         advantages = compute_advantages(rewards.view(-1, group), t.advantage).reshape(-1)
-        sequences = torch.cat([prompt_ids, rollout.tokens], dim=1)
         mask = rollout.mask.float()
         sums: Dict[str, float] = {}
         stats = TokenStats(self.objective) if (self.step + 1) % t.eval_every == 0 else None
-        order = torch.randperm(len(sequences), generator=self.sample_gen)
+        order = torch.randperm(len(prompt_index), generator=self.sample_gen)
         batches = order.chunk(mini_batches)
         # π' (the trainer before this update) and its entropy per token. The first mini-batch's grad forward
         # runs on the same parameters in the same precision context, so its detached log-probs ARE π' for
@@ -117,13 +115,13 @@ class BuiltinTrainer:
         if len(batches) > 1:
             rest = torch.cat(batches[1:])
             with torch.no_grad(), training_forward(self.model, self.precision):
-                rest_logits = response_logits(self.model, sequences[rest], prompt_len, temperature)
+                rest_logits = response_logits(self.model, prompts, prompt_index[rest], rollout.tokens[rest], temperature)
                 old_logp[rest] = token_logp(rest_logits, rollout.tokens[rest])
                 old_entropy[rest] = token_entropy(rest_logits)
             del rest_logits
         for index, batch in enumerate(batches):
             with training_forward(self.model, self.precision):
-                logits = response_logits(self.model, sequences[batch], prompt_len, temperature)
+                logits = response_logits(self.model, prompts, prompt_index[batch], rollout.tokens[batch], temperature)
             logp = token_logp(logits, rollout.tokens[batch])
             if index == 0:
                 with torch.no_grad():
