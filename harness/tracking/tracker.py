@@ -1,14 +1,14 @@
 """A run's tracking handle. Every metric also goes to `<run_dir>/metrics.jsonl`, so a run keeps its record
-even without MLflow; with MLflow each step's metrics are one `log_batch` call.
+even without MLflow; with MLflow the steps' metrics go to the store in batches.
 
 MLflow metric logging is asynchronous: `log_metrics` writes metrics.jsonl and queues the step for a
 background writer thread, so a training step never waits on the store's commits. The writer sends what
 is queued as one `log_batch` in step order, at most once every HARNESS_METRICS_INTERVAL_S seconds
 (default 5): each MLflow call costs tens of ms of CPU (SQLAlchemy), which a run on a busy machine would
-otherwise pay on every step. `flush()` waits until
-every queued step is in the store (or spooled); the trainer calls it before it writes a checkpoint (so a
-resumed run, which skips the steps the store already has, never misses one), and `finish()` calls it
-before the run is closed (also when the job was stopped by SIGTERM or failed).
+otherwise pay on every step; a local SQLite store gets the same rows from sqlite3 (`sqlite_metrics`) for
+a fraction of that. `flush()` waits until every queued step is in the store (or spooled); the trainer
+calls it before it writes a checkpoint (so a resumed run, which skips the steps the store already has,
+never misses one), and `finish()` calls it before the run is closed (also on SIGTERM or failure).
 
 When the store is unreachable (at start or mid-run) the MLflow tracker warns once and records to
 `<run_dir>/spool/` instead; training never waits on tracking. Its heartbeat thread then tries to catch
@@ -31,6 +31,7 @@ from harness.tracking.outage import apply_client_defaults, describe, is_rejected
 from harness.tracking.params import scrub
 from harness.tracking.signals import deferred_signals
 from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
+from harness.tracking.sqlite_metrics import SqliteMetrics
 from harness.tracking.sync import (MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH, PARENT_TAG, PARENT_UID_TAG, UID_TAG,
                                    SpoolBusy, SpoolUpload, find_run_by_uid)
 
@@ -116,6 +117,7 @@ class MlflowTracker(Tracker):
         self._wake = threading.Event()  # flush() / finish(): send now, without waiting for the interval
         self._interval = metrics_interval()
         self.writer_cpu_s = 0.0  # CPU seconds the writer thread spent sending (for the benchmarks)
+        self._sqlite = SqliteMetrics(spec.tracking_uri)  # a local SQLite store's metrics, without SQLAlchemy
         try:
             from mlflow.tracking import MlflowClient
 
@@ -246,36 +248,34 @@ class MlflowTracker(Tracker):
             if len(steps) < len(items):
                 return
 
-    @staticmethod
-    def _metrics_op(step: int, ts: int, values: Dict[str, float]) -> Dict[str, Any]:
-        return {"op": "metrics", "step": step, "ts": ts, "values": values}
-
     def _write_metrics(self, steps: list) -> None:
-        """Send queued steps as few `log_batch` calls (<= MAX_METRICS_PER_BATCH metrics each), in order."""
-        from mlflow.entities import Metric, RunTag
-
-        chunk: list = []
-        count = 0
+        """Send queued steps as few store calls (<= MAX_METRICS_PER_BATCH metrics each), in order."""
+        chunk, count = [], 0
         for item in steps + [None]:
             if item is not None and (not chunk or count + len(item[2]) <= MAX_METRICS_PER_BATCH):
                 chunk.append(item)
                 count += len(item[2])
                 continue
-            batch = [Metric(k, v, ts, step) for step, ts, values in chunk for k, v in values.items()]
-            tags = [RunTag(STEP_TAG, str(max(step for step, _, _ in chunk)))]
-            ops = [self._metrics_op(*c) for c in chunk]
+            ops = [{"op": "metrics", "step": step, "ts": ts, "values": values} for step, ts, values in chunk]
             if len(chunk) == 1:
-                self._send(lambda: ops[0], lambda: self.client.log_batch(self.run_id, metrics=batch, tags=tags))
+                self._send(lambda: ops[0], lambda: self._log_steps(chunk))
             else:
-                self._send_steps(chunk, ops, batch, tags)
+                self._send_steps(chunk, ops)
             if item is not None:
                 chunk, count = [item], len(item[2])
 
-    def _send_steps(self, chunk: list, ops: list, batch: list, tags: list) -> None:
-        """`_send` for several steps in one call: all spooled when the store is away; when the store refuses
-        the call, the steps are sent one by one so that only a refused step is skipped."""
+    def _log_steps(self, steps: list) -> None:
+        """One store call for `steps`, tagged with their highest step: sqlite3 when it can, else `log_batch`."""
         from mlflow.entities import Metric, RunTag
 
+        tags = {STEP_TAG: str(max(step for step, _, _ in steps))}
+        if not self._sqlite.log(self.run_id, steps, tags):
+            batch = [Metric(k, v, ts, step) for step, ts, values in steps for k, v in values.items()]
+            self.client.log_batch(self.run_id, metrics=batch, tags=[RunTag(k, v) for k, v in tags.items()])
+
+    def _send_steps(self, chunk: list, ops: list) -> None:
+        """`_send` for several steps in one call: all spooled when the store is away; when the store refuses
+        the call, the steps are sent one by one so that only a refused step is skipped."""
         with self._lock:
             if self.offline:
                 for op in ops:
@@ -283,13 +283,11 @@ class MlflowTracker(Tracker):
                 return
         try:
             with deferred_signals():
-                self.client.log_batch(self.run_id, metrics=batch, tags=tags)
+                self._log_steps(chunk)
         except Exception as err:
             if is_rejected(err):
-                for (step, ts, values), op in zip(chunk, ops):
-                    one = [Metric(k, v, ts, step) for k, v in values.items()]
-                    self._send(lambda op=op: op, lambda one=one, step=step: self.client.log_batch(
-                        self.run_id, metrics=one, tags=[RunTag(STEP_TAG, str(step))]))
+                for item, op in zip(chunk, ops):
+                    self._send(lambda op=op: op, lambda item=item: self._log_steps([item]))
                 return
             with self._lock:
                 self._go_offline(err)
@@ -340,6 +338,7 @@ class MlflowTracker(Tracker):
         if self._writer is not None:
             self._queue.put(None)
             self._writer.join(timeout=30)
+        self._sqlite.close()
         super().finish(status, scrub(error) if error else error)
         if error:
             self.log_text(error, "error.txt")

@@ -1,5 +1,6 @@
 """The MLflow tracker's background metrics writer: steps are queued by `log_metrics`, sent in order as few
-`log_batch` calls, and all in the store after `flush()` / `finish()`; when the store is away they are spooled."""
+store calls (`_log_steps`: sqlite3 or `log_batch`), and all in the store after `flush()` / `finish()`; when
+the store is away they are spooled."""
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ def test_steps_are_queued_then_flushed_in_few_calls(tmp_path, monkeypatch):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     tracker = _tracker(tmp_path, uri)
     calls = []
-    log_batch = tracker.client.log_batch
-    monkeypatch.setattr(tracker.client, "log_batch", lambda *a, **k: (calls.append(k), log_batch(*a, **k))[1])
+    log_steps = tracker._log_steps
+    monkeypatch.setattr(tracker, "_log_steps", lambda steps: (calls.append(steps), log_steps(steps))[1])
     tracker.log_metrics({f"m/{k}": 1 + k / 100 for k in range(30)}, step=1)
     deadline = time.time() + 30
     while not calls and time.time() < deadline:  # the first step goes at once
@@ -37,7 +38,7 @@ def test_steps_are_queued_then_flushed_in_few_calls(tmp_path, monkeypatch):
     assert len(calls) == 1, "the next steps wait for the interval (or a flush)"
     tracker.flush()
     assert len(calls) == 3, "39 steps x 30 metrics: at most 1000 metrics per call"
-    assert sum(len(c["metrics"]) for c in calls) == 40 * 30
+    assert sum(len(values) for steps in calls for _, _, values in steps) == 40 * 30
     client = MlflowClient(uri)
     run = client.get_run(tracker.run_id)
     assert run.data.tags["harness.step"] == "40"
@@ -58,7 +59,7 @@ def test_steps_queued_during_an_outage_are_spooled(tmp_path, monkeypatch):
     def away(*args, **kwargs):
         raise ConnectionError("store away")
 
-    monkeypatch.setattr(tracker.client, "log_batch", away)
+    monkeypatch.setattr(tracker, "_log_steps", away)
     for step in range(1, 6):
         tracker.log_metrics({"m": float(step)}, step=step)
     tracker.flush()
