@@ -3,7 +3,8 @@
 Hydra-native: overrides, `-m`, `--cfg job`, `--info` behave exactly as in Hydra. Before Hydra starts any
 job, every job of the run or sweep is composed and validated (`harness.config.compose.preflight`), so a
 bad value is refused with one line and exit code 2 before anything is created or submitted. Heavy
-modules (torch, mlflow) are only imported by the job itself."""
+modules (torch, mlflow) are only imported by the job itself. Compositions are cached on disk
+(`harness.config.compose_cache`), so a repeated `--cfg job` does not even import Hydra."""
 from __future__ import annotations
 
 import sys
@@ -78,7 +79,7 @@ def run_cli(argv: List[str]) -> int:
     argv, flags = _harness_flags(argv)
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
         print(USAGE.format(tools=", ".join(sorted(TOOLS))) + "\n")
-    args = _hydra_args(argv)
+    args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
     if not only_informs:
@@ -86,7 +87,7 @@ def run_cli(argv: List[str]) -> int:
         from harness.config.validate import ConfigError
 
         try:
-            composed, configs = preflight_composed(args.overrides, multirun)
+            composed, configs = preflight_composed(args.overrides, multirun, cache=True)
         except ConfigError as err:
             return _fail(str(err))
         if not multirun and _prints_job_config_only(args):
@@ -117,6 +118,22 @@ def run_cli(argv: List[str]) -> int:
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
+
+
+def _plain_cfg_job_args(argv: List[str]):
+    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job`, without importing Hydra
+    (with a cached composition, `--cfg job` then never imports it); None for anything else."""
+    for flag in ("--cfg", "-c"):
+        pair = [flag, "job"]
+        overrides = argv[2:] if argv[:2] == pair else argv[:-2] if argv[-2:] == pair else None
+        if overrides is not None and not any(a.startswith("-") for a in overrides):
+            from types import SimpleNamespace
+
+            return SimpleNamespace(overrides=overrides, cfg="job", help=False, hydra_help=False, resolve=False,
+                                   package=None, run=False, multirun=False, shell_completion=False,
+                                   config_path=None, config_name=None, config_dir=None, experimental_rerun=None,
+                                   info=None)
+    return None
 
 
 def _prints_job_config_only(args) -> bool:

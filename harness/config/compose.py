@@ -5,6 +5,7 @@ job's config and validates it. Hydra's own multi-line composition errors become 
 from __future__ import annotations
 
 import re
+import warnings
 from typing import List, Sequence, Tuple
 
 from omegaconf import DictConfig, open_dict
@@ -33,11 +34,26 @@ def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
     return [job for batch in batches for job in batch]
 
 
-def compose(overrides: Sequence[str]) -> DictConfig:
-    """Compose one run config (without the `hydra` node) and translate Hydra's errors."""
-    cfg = _compose_with_hydra(overrides)
+def compose(overrides: Sequence[str], cache: bool = False) -> DictConfig:
+    """Compose one run config (without the `hydra` node) and translate Hydra's errors. `cache`: look it up
+    in, and add it to, `compose_cache` (the CLI's)."""
+    from harness.config import compose_cache
+
+    name = compose_cache.key(overrides) if cache else None
+    cfg = compose_cache.load(name) if name else None
+    if cfg is not None:
+        return cfg
+    caught = None
+    try:  # a composition that warns is not cached (a hit would not warn); its warnings are shown after it
+        with warnings.catch_warnings(record=name is not None) as caught:
+            cfg = _compose_with_hydra(overrides)
+    finally:
+        for w in caught or ():
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
     with open_dict(cfg):
         del cfg["hydra"]
+    if name and not caught:
+        compose_cache.store(name, cfg)
     return cfg
 
 
@@ -46,13 +62,14 @@ def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
     return preflight_composed(overrides, multirun)[1]
 
 
-def preflight_composed(overrides: Sequence[str], multirun: bool) -> Tuple[List[DictConfig], List[DictConfig]]:
+def preflight_composed(overrides: Sequence[str], multirun: bool,
+                       cache: bool = False) -> Tuple[List[DictConfig], List[DictConfig]]:
     """`preflight`, also returning each job's config as composed (before validation's shortcuts), i.e. what
     Hydra's `--cfg job` prints (for sweeper=optuna, the composed list is the grid's, not the search's)."""
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")
-    composed = [compose(job) for job in jobs]
+    composed = [compose(job, cache) for job in jobs]
     configs = [validate(cfg) for cfg in composed]
     if multirun and configs[0].sweeper.name == "optuna":
         configs = _optuna_preflight(overrides, jobs)

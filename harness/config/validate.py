@@ -77,11 +77,12 @@ def _validate_run_sections(cfg: DictConfig) -> None:
 
 def _validate_launcher(cfg: DictConfig) -> None:
     from harness.launchers import LAUNCHERS
-    from harness.launchers.profiles import profile_for
 
     _check(cfg, "launcher.name", lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}")
     _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
     if cfg.launcher.name in ("slurm", "submitit_local"):
+        from harness.launchers.profiles import profile_for  # (imports subprocess: only for cluster profiles)
+
         try:
             profile_for(cfg.launcher)
         except ValueError as err:
