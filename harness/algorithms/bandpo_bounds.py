@@ -9,14 +9,16 @@ Then lo is clamped to [0, 1] and hi to [1, min(1/p, hi_max)]; for p > 1 − 1e-6
 
 KL roots are computed on whole tensors, never per token:
 * `kl_roots_bisect`: vectorised bisection on torch tensors or numpy arrays (builds the table).
-* `kl_roots_table` (used by the objective): a table over x = log(−log p), built once per δ by bisection
-  and cached, storing z = log(−log lo) and w = log(−log c_hi), where c_hi = (1 − hi·p)/(1 − p) is the
-  complement ratio at hi. Both are smooth in x over p ∈ (e^{−40}, 1 − 1e-6), so linear interpolation on
-  16k cells meets g(r) = δ to < 1e-7 (tested); hi = c + (1 − c)/p is then exact for the interpolated c.
+* `kl_roots_table` (used by the objective): a table over y = −log p ∈ [1e-6, 40], 1024 cells per
+  octave of y (~26k cells, found from the bits of y), built once per δ by bisection and cached. On each
+  cell it interpolates z = log(−log lo) and v = 1/log c_hi linearly in y, where c_hi = (1 − hi·p)/(1 − p)
+  is the complement ratio at hi; both are nearly linear in y, so g(r) = δ holds to < 1e-7 for δ <= 1
+  (tested); hi = c + (1 − c)/p is then exact for the interpolated c.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from typing import Optional, Tuple, Union
 
@@ -27,8 +29,6 @@ from torch import Tensor
 Array = Union[Tensor, np.ndarray]
 
 NEAR_ONE_LOGP = -1e-6            # log p above this: p > 1 − 1e-6, the limiting bounds apply
-X_MIN, X_MAX = math.log(1e-6), math.log(40.0)  # table range of x = log(−log p)
-TABLE_CELLS = 16384
 BISECT_ITERS = 64                # bracket width · 2^-64: < 1e-12 for p >= 1e-8 (table build uses 100)
 MAX_NEG_LOG = 700.0              # cap of −log c and −log lo (exp(−700) is already 0 for the clip)
 
@@ -79,73 +79,101 @@ def kl_roots_bisect(log_p: Array, delta: float, iters: int = BISECT_ITERS) -> Tu
     return roots[0], roots[1]
 
 
+Y_MIN, Y_MAX = -NEAR_ONE_LOGP, 40.0  # table range of y = −log p
+CELL_SHIFT = 23 - 10             # float32 bits >> CELL_SHIFT: exponent and top 10 mantissa bits of y
+
+
+def _key(y: float) -> int:
+    return int(torch.tensor(y, dtype=torch.float32).view(torch.int32)) >> CELL_SHIFT
+
+
 @functools.lru_cache(maxsize=32)
-def _grid_values(delta: float) -> Tuple[np.ndarray, np.ndarray]:
-    """z = log(−log lo) and w = log(−log c_hi) on the x grid (float64, TABLE_CELLS + 1 points)."""
-    # numpy: single-threaded, so building is fast even when torch's thread pool is contended
-    x = np.linspace(X_MIN, X_MAX, TABLE_CELLS + 1)
-    s_lo, t_hi = kl_roots_bisect(-np.exp(x), delta, iters=100)
-    return np.log(np.minimum(-s_lo, MAX_NEG_LOG)), np.log(np.minimum(-t_hi, MAX_NEG_LOG))
+def _grid_values(delta: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, z = log(−log lo), u = −log c_hi) at the cell edges (float64; bisection in numpy: single-threaded,
+    so fast even when torch's thread pool is contended)."""
+    keys = torch.arange(_key(Y_MIN), _key(Y_MAX) + 2, dtype=torch.int32) << CELL_SHIFT
+    y = keys.view(torch.float32).double().numpy()
+    s_lo, t_hi = kl_roots_bisect(-y, delta, iters=100)
+    return y, np.log(np.minimum(-s_lo, MAX_NEG_LOG)), np.minimum(-t_hi, MAX_NEG_LOG)
 
 
 @functools.lru_cache(maxsize=64)
 def _table(delta: float, dtype: torch.dtype, device: str) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(z_i, w_i, z_{i+1} − z_i, w_{i+1} − w_i) as contiguous 1-D tensors of TABLE_CELLS entries.
+    """(z0, z1, v0, v1) per cell: z ≈ z0 + y·z1 and v = 1/log c_hi ≈ v0 + y·v1 on the cell, the chords
+    through its edges (in this form no in-cell fraction is needed; the cancellation costs ~1e-14).
 
-    Values are capped so that exp(−exp(z)) stays a normal number of `dtype`: denormals are slow.
+    z = log(−log lo) and v are the variables nearly linear in y: −log lo ≈ δ/p for small p and
+    −log c_hi ≈ δ/(1 − p) for p near 1. Values are capped so that lo and c stay normal numbers of
+    `dtype` (denormals are slow).
     """
-    cap = math.log(min(MAX_NEG_LOG, -math.log(torch.finfo(dtype).tiny) - 0.5))
-    z, w = (np.minimum(v, cap) for v in _grid_values(delta))
-    cols = (z[:-1], w[:-1], np.diff(z), np.diff(w))
+    cap = min(MAX_NEG_LOG, -math.log(torch.finfo(dtype).tiny) - 0.5)
+    y, z, u = _grid_values(delta)
+    cols = []
+    for v in (np.minimum(z, math.log(cap)), -1.0 / np.minimum(u, cap)):
+        slope = np.diff(v) / np.diff(y)
+        cols += [v[:-1] - y[:-1] * slope, slope]
     return tuple(torch.from_numpy(np.ascontiguousarray(c)).to(dtype=dtype, device=device) for c in cols)
 
 
-CHUNK = 1 << 14                  # tokens per pass of kl_roots_table: its temporaries stay in L1/L2
+CHUNK = 1 << 14                  # tokens per pass of kl_roots_table: its temporaries stay in L2
 
 
 def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
-                   hi_max: Optional[float] = None) -> Tuple[Tensor, Tensor]:
+                   hi_max: Optional[float] = None, near_one_lo: Optional[float] = None) -> Tuple[Tensor, Tensor]:
     """(lo, hi) of the KL band, before clamping, by table interpolation (float32/64, any device, no grad).
 
     inv_p: 1/p if the caller has it (read only). hi_max: also clamp hi to [1, hi_max] (lo and hi are
-    already in (0, 1] and [1, 1/p]). This runs on every token, so it is written as a fixed chain of
-    in-place / out= ops over chunks of CHUNK tokens, reusing three scratch buffers: every one of the ~20
-    elementwise passes then works on cache-resident data instead of streaming the whole tensor through
-    memory, and nothing is allocated per pass. No expm1 (not vectorised on CPU): hi is formed as
-    1/p − c/p + c, whose relative error eps·c/(1 − c) stays small because 1 − c = O(δ) or more.
+    already in (0, 1] and [1, 1/p]). near_one_lo: where p > 1 − 1e-6, lo = near_one_lo and hi = 1
+    (checked per chunk while it is in cache, instead of another pass over log_p).
+
+    This runs on every token, so it is a fixed chain of in-place / out= ops over chunks of CHUNK tokens
+    on reused scratch buffers (each pass on cache-resident data, nothing allocated per pass; lo and hi
+    share one allocation, which the allocator keeps for the next call instead of mapping fresh pages).
+    The cell of y = −log p comes from the bits of y as float32 (no log); rounding to float32 can only
+    pick the neighbouring cell, whose chord is as accurate there. No expm1 (not vectorised on CPU):
+    hi = c + (1 − c)/p is a lerp from 1/p towards 1 by c, with relative error eps·c/(1 − c), small
+    because 1 − c = O(δ) or more.
     """
-    z0, w0, dz, dw = _table(float(delta), log_p.dtype, str(log_p.device))
+    z0, z1, v0, v1 = _table(float(delta), log_p.dtype, str(log_p.device))
     flat = log_p.reshape(-1)
-    inv_flat = None if inv_p is None else inv_p.reshape(-1)
     n = flat.numel()
-    lo, hi = torch.empty_like(flat), torch.empty_like(flat)
+    lo, hi = torch.empty(2, n, dtype=flat.dtype, device=flat.device).unbind(0)
     m = min(n, CHUNK)
-    pos, c, tmp = (torch.empty(m, dtype=flat.dtype, device=flat.device) for _ in range(3))
+    y, c, tmp = (torch.empty(m, dtype=flat.dtype, device=flat.device) for _ in range(3))
+    y32 = y if flat.dtype == torch.float32 else torch.empty(m, dtype=torch.float32, device=flat.device)
     cell = torch.empty(m, dtype=torch.int32, device=flat.device)
-    scale = TABLE_CELLS / (X_MAX - X_MIN)
-    for a in range(0, n, CHUNK):
-        b = min(n, a + CHUNK)
-        k = b - a
-        lp, lo_k, hi_k = flat[a:b], lo[a:b], hi[a:b]
-        pos_k, c_k, tmp_k, cell_k = pos[:k], c[:k], tmp[:k], cell[:k]
-        # pos = scale·(x − X_MIN) = scale·log(−log p / e^X_MIN), clamped to the table
-        torch.mul(lp, -math.exp(-X_MIN), out=pos_k).clamp_(min=1.0).log_().mul_(scale)
-        pos_k.clamp_(max=TABLE_CELLS - 1e-3)
-        cell_k.copy_(pos_k)  # truncation; int32 (float64 -> int64 is not vectorised on AVX2 CPUs)
-        pos_k.frac_()
+    words = y32.view(torch.int32)
+    # 0-dim operands: Python scalars would be converted to tensors on every call
+    one = torch.ones((), dtype=flat.dtype, device=flat.device)
+    shift, first = (torch.tensor(v, dtype=torch.int32, device=flat.device) for v in (CELL_SHIFT, _key(Y_MIN)))
+    inv_chunks = itertools.repeat(None) if inv_p is None else inv_p.reshape(-1).split(CHUNK)
+    for lp, lo_k, hi_k, inv_k in zip(flat.split(CHUNK), lo.split(CHUNK), hi.split(CHUNK), inv_chunks):
+        k = lp.numel()
+        y_k, y32_k, c_k, tmp_k, cell_k, words_k = (y, y32, c, tmp, cell, words) if k == m else (
+            y[:k], y32[:k], c[:k], tmp[:k], cell[:k], words[:k])
+        torch.neg(lp, out=hi_k)
+        near_one = near_one_lo is not None and k and float(torch.amin(hi_k)) < Y_MIN
+        torch.clamp(hi_k, Y_MIN, Y_MAX, out=y_k)
+        if y32_k is not y_k:
+            y32_k.copy_(y_k)
+        torch.bitwise_right_shift(words_k, shift, out=cell_k).sub_(first)
         torch.index_select(z0, 0, cell_k, out=lo_k)
-        torch.index_select(dz, 0, cell_k, out=tmp_k)
-        lo_k.addcmul_(tmp_k, pos_k).exp_().neg_().exp_()             # lo = exp(−exp(z))
-        torch.index_select(w0, 0, cell_k, out=c_k)
-        torch.index_select(dw, 0, cell_k, out=tmp_k)
-        c_k.addcmul_(tmp_k, pos_k).exp_().neg_().exp_()              # c = exp(−exp(w))
-        if inv_flat is None:
-            torch.neg(lp, out=hi_k).exp_()
+        torch.index_select(z1, 0, cell_k, out=tmp_k)
+        lo_k.addcmul_(tmp_k, y_k).exp_().neg_().exp_()               # lo = exp(−exp(z))
+        torch.index_select(v0, 0, cell_k, out=c_k)
+        torch.index_select(v1, 0, cell_k, out=tmp_k)
+        c_k.addcmul_(tmp_k, y_k).reciprocal_().exp_()                # c = exp(1/v)
+        if inv_k is None:
+            hi_k.exp_()
         else:
-            hi_k.copy_(inv_flat[a:b])
-        hi_k.sub_(torch.mul(c_k, hi_k, out=tmp_k)).add_(c_k)          # hi = c + (1 − c)/p
+            hi_k.copy_(inv_k)
+        hi_k.lerp_(one, c_k)                                         # hi = 1/p + c·(1 − 1/p)
         if hi_max is not None:
             hi_k.clamp_(1.0, hi_max)
+        if near_one:
+            mask = lp > NEAR_ONE_LOGP
+            lo_k.masked_fill_(mask, near_one_lo)
+            hi_k.masked_fill_(mask, 1.0)
     return lo.view(log_p.shape), hi.view(log_p.shape)
 
 
@@ -156,9 +184,8 @@ def band_bounds(band: str, log_p: Tensor, delta: float, hi_max: float) -> Tuple[
         log_p = log_p.detach()
         if log_p.dtype not in (torch.float32, torch.float64):
             log_p = log_p.float()
-        if band == "kl":
-            lo, hi = kl_roots_table(log_p, delta, hi_max=hi_max)  # 0 < lo <= 1 <= hi <= min(1/p, hi_max)
-            lo_one = math.exp(-delta)
+        if band == "kl":  # 0 < lo <= 1 <= hi <= min(1/p, hi_max)
+            lo, hi = kl_roots_table(log_p, delta, hi_max=hi_max, near_one_lo=math.exp(-delta))
         elif band in ("tv", "chi2"):
             inv_p = torch.neg(log_p).exp_()
             if band == "tv":
@@ -167,11 +194,11 @@ def band_bounds(band: str, log_p: Tensor, delta: float, hi_max: float) -> Tuple[
                 width, lo_one = torch.expm1(-log_p).mul_(delta).sqrt_(), 1.0
             lo = torch.sub(1.0, width).clamp_(0.0, 1.0)
             hi = torch.minimum(width.add_(1.0), inv_p).clamp_(1.0, hi_max)
+            # a max-reduction is cheaper than building the mask; the mask only when some p is that close to 1
+            if log_p.numel() and float(torch.amax(log_p)) > NEAR_ONE_LOGP:
+                near_one = log_p > NEAR_ONE_LOGP
+                lo.masked_fill_(near_one, lo_one)
+                hi.masked_fill_(near_one, 1.0)
         else:
             raise ValueError(f"algo.band={band!r} is not allowed; choose one of tv, chi2, kl")
-        # a max-reduction is cheaper than building the mask; the mask only when some p is that close to 1
-        if log_p.numel() and float(torch.amax(log_p)) > NEAR_ONE_LOGP:
-            near_one = log_p > NEAR_ONE_LOGP
-            lo.masked_fill_(near_one, lo_one)
-            hi.masked_fill_(near_one, 1.0)
     return lo.to(out_dtype), hi.to(out_dtype)

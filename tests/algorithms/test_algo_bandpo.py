@@ -9,7 +9,7 @@ import torch
 
 from algo_expected import band_bounds_scalar
 from harness.algorithms import build_objective
-from harness.algorithms.bandpo_bounds import band_bounds, kl_roots_bisect, kl_roots_table
+from harness.algorithms.bandpo_bounds import CHUNK, band_bounds, kl_roots_bisect, kl_roots_table
 
 P_GRID = torch.cat([torch.logspace(-12, -0.01, 700, dtype=torch.float64),
                     1 - torch.logspace(-1, -8, 300, dtype=torch.float64)]).sort().values
@@ -45,7 +45,7 @@ def test_kl_bounds_solve_g_equals_delta(delta):
     assert act_hi.sum() > 500 and act_lo.sum() > 300
     err_hi = (g_kl(p[act_hi], hi[act_hi]) - delta).abs().max().item()
     err_lo = (g_kl(p[act_lo], lo[act_lo]) - delta).abs().max().item()
-    assert err_hi < 1e-6 and err_lo < 1e-6, (err_hi, err_lo)
+    assert err_hi < 1e-7 and err_lo < 1e-7, (err_hi, err_lo)
     # both roots bracket 1, and the limit p -> 1
     assert (lo[regular] < 1).all() and (hi[regular] > 1).all()
     assert lo[-1].item() == pytest.approx(math.exp(-delta)) and hi[-1].item() == 1.0
@@ -68,6 +68,20 @@ def test_table_matches_bisection():
     torch.testing.assert_close(lo_t[ok], s_lo.exp()[ok], rtol=1e-5, atol=1e-9)
     hi_b = t_hi.exp() - torch.expm1(t_hi) / p
     torch.testing.assert_close(hi_t[ok].clamp(max=1e6), hi_b[ok].clamp(max=1e6), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_table_chunks_inv_p_and_empty(dtype):
+    """Chunk boundaries (a partial last chunk), a caller's 1/p and empty input change nothing."""
+    logp = (-torch.rand(2 * CHUNK + 1234, dtype=torch.float64) * 30).to(dtype)
+    lo, hi = kl_roots_table(logp, 0.05, hi_max=10.0)
+    for part in logp.split(777):
+        lo_p, hi_p = kl_roots_table(part, 0.05, inv_p=torch.exp(-part), hi_max=10.0)
+        torch.testing.assert_close(lo_p, lo[:part.numel()], rtol=0, atol=0)
+        torch.testing.assert_close(hi_p, hi[:part.numel()], rtol=4 * torch.finfo(dtype).eps, atol=0)
+        lo, hi = lo[part.numel():], hi[part.numel():]
+    empty = kl_roots_table(torch.empty(0, 3, dtype=dtype), 0.05)
+    assert [t.shape for t in empty] == [(0, 3), (0, 3)]
 
 
 @pytest.mark.parametrize("band", ["tv", "chi2", "kl"])
