@@ -5,10 +5,15 @@
 1. `python -m harness trainer.steps=S` (default spec: dppo, sorting, MLflow SQLite store, checkpoints and
    evals every 10 steps) sized to a ~60 s run (S from a short calibration run; --quick: one debug=quick
    run), in a subprocess whose `harness.cli.main` is wrapped with timers: the trainer's own time is every
-   `_rl_step` and `_evaluate` plus the trainer's construction (model, warm start from the cache); the
+   `_rl_step` and `_evaluate` plus the trainer's construction (`build_trainer`: importing the trainer's
+   module with torch, the model, warm start from the cache; the trainer's methods are wrapped once
+   `build_trainer` has imported them, so those imports are paid where a real run pays them); the
    overhead is the rest of the wall time measured by the parent — interpreter start, imports,
    composition and validation (preflight + Hydra), the store, the tracking run, per-step logging,
-   checkpoints, closing. Figure: overhead / wall time (target <= 3%), median over repetitions.
+   flushes, checkpoints, closing. Figure: overhead / wall time (target <= 3%), median over repetitions.
+   The detail has the CPU seconds of the run's process and of its children (the tracking sidecar, which
+   records the MLflow run on the other core). `HARNESS_TRACKING_SIDECAR=0 python benchmarks/run.py
+   --only overhead` measures the in-process tracker instead, for comparison.
 2. `python -m harness --cfg job` against `python -c "import hydra"`, alternating (target <= 1.5x). A bare
    `@hydra.main` app printing the same config is timed alongside, as the floor for a Hydra-native CLI.
 """
@@ -32,11 +37,13 @@ RUN_SECONDS = 60.0
 # Runs `python -m harness ARGS` with timers around the phases; writes them to $BENCH_TIMINGS at exit.
 TIMED_CLI = r"""
 import time; T0 = time.time()
-import atexit, json, os, sys
+import atexit, json, os, resource, sys
 acc, counts, depth = {}, {}, {}
 def wrap(owner, attr, key):
     fn = getattr(owner, attr)
     def timed(*a, **k):
+        if key == "tracker_flush" and depth.get("tracker_finish"):
+            return fn(*a, **k)  # the flush inside finish() is the finish's
         # logging and checkpoints inside train() apart from those in the trainer's construction
         key_now = key + "_outside_train" if key in ("log_metrics", "checkpoints") and not depth.get("train") else key
         depth[key] = depth.get(key, 0) + 1
@@ -49,26 +56,42 @@ def wrap(owner, attr, key):
                 acc[key_now] = acc.get(key_now, 0.0) + time.perf_counter() - started
                 counts[key_now] = counts.get(key_now, 0) + 1
     setattr(owner, attr, timed)
+def wrap_trainer():
+    # after build_trainer imported the trainer's module (torch, transformers), as the real run does
+    import harness.trainers.builtin.trainer as bt
+    if getattr(bt, "_bench_timed", False):
+        return
+    bt._bench_timed = True
+    wrap(bt.BuiltinTrainer, "train", "train")
+    wrap(bt.BuiltinTrainer, "_rl_step", "rl_steps")
+    wrap(bt.BuiltinTrainer, "_evaluate", "evals")
+    wrap(bt, "save_checkpoint", "checkpoints")
 started = time.perf_counter()
 import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
-import harness.trainers, harness.trainers.builtin.trainer as bt, harness.tracking.tracker as tt
+import harness.trainers, harness.tracking.tracker as tt, harness.tracking.sidecar as sc
 acc["imports"] = time.perf_counter() - started
 wrap(harness.config.compose, "preflight_composed", "preflight")  # what the CLI calls (also does preflight)
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
 wrap(harness.tracking, "open_tracker", "open_tracker")
+build_trainer = harness.trainers.build_trainer
+def build_then_wrap(*a, **k):
+    trainer = build_trainer(*a, **k)
+    wrap_trainer()
+    return trainer
+harness.trainers.build_trainer = build_then_wrap
 wrap(harness.trainers, "build_trainer", "trainer_init")
 wrap(harness.job, "run_job", "job")
-wrap(bt.BuiltinTrainer, "train", "train")
-wrap(bt.BuiltinTrainer, "_rl_step", "rl_steps")
-wrap(bt.BuiltinTrainer, "_evaluate", "evals")
-wrap(bt, "save_checkpoint", "checkpoints")
-for cls in (tt.Tracker, tt.MlflowTracker):
-    for attr, key in (("log_metrics", "log_metrics"), ("finish", "tracker_finish")):
+for cls in (tt.Tracker, tt.MlflowTracker, sc.SidecarTracker):
+    for attr, key in (("log_metrics", "log_metrics"), ("flush", "tracker_flush"), ("finish", "tracker_finish")):
         if attr in vars(cls):
             wrap(cls, attr, key)
+def cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 def dump():
     with open(os.environ["BENCH_TIMINGS"], "w") as f:
-        json.dump({"t0": T0, "t_end": time.time(), "seconds": acc, "counts": counts}, f)
+        json.dump({"t0": T0, "t_end": time.time(), "seconds": acc, "counts": counts,
+                   "cpu_s": cpu(resource.RUSAGE_SELF), "children_cpu_s": cpu(resource.RUSAGE_CHILDREN)}, f)
 atexit.register(dump)
 harness.cli.main(sys.argv[1:])
 """
@@ -106,15 +129,18 @@ def timed_run(overrides, root: Path, cache_dir: Path) -> dict:
         "prepare_stores": s.get("prepare_stores", 0.0),
         "open_tracker": s.get("open_tracker", 0.0),
         "log_metrics": s.get("log_metrics", 0.0),
+        "tracker_flush": s.get("tracker_flush", 0.0),  # before checkpoints: waits for the store to have the steps
         "checkpoints": s.get("checkpoints", 0.0),
         "tracker_finish": s.get("tracker_finish", 0.0),
-        "train_loop_other": in_train - s.get("log_metrics", 0.0) - s.get("checkpoints", 0.0),
+        "train_loop_other": in_train - s.get("log_metrics", 0.0) - s.get("tracker_flush", 0.0)
+        - s.get("checkpoints", 0.0),
         "exit": ended - t["t_end"],
     }
     phases["hydra_and_other"] = wall - trainer - sum(phases.values())
     return {"wall_s": wall, "trainer_s": trainer, "overhead_s": wall - trainer, "steps_s": s.get("rl_steps", 0.0),
             "evals_s": s.get("evals", 0.0), "trainer_init_s": s.get("trainer_init", 0.0),
-            "steps": t["counts"].get("rl_steps", 0), "overhead_phases_s": phases}
+            "steps": t["counts"].get("rl_steps", 0), "overhead_phases_s": phases,
+            "cpu_s": t["cpu_s"], "children_cpu_s": t["children_cpu_s"]}
 
 
 def cli_startup(reps: int, root: Path) -> dict:
@@ -154,6 +180,9 @@ def main(argv=None) -> int:
                wall_s=median([r["wall_s"] for r in runs]), overhead_s=median([r["overhead_s"] for r in runs]),
                trainer_s=median([r["trainer_s"] for r in runs]), overrides=overrides, reps=len(runs),
                overhead_phases_s=runs[len(runs) // 2]["overhead_phases_s"],
+               tracking_sidecar=os.environ.get("HARNESS_TRACKING_SIDECAR", "1") != "0",
+               run_cpu_s=median([r["cpu_s"] for r in runs]),
+               sidecar_cpu_s=median([r["children_cpu_s"] for r in runs]),
                fraction_if_trainer_init_counted=median([(r["overhead_s"] + r["trainer_init_s"]) / r["wall_s"]
                                                         for r in runs])),
         figure(f"{NAME}.cfg_job_vs_import_hydra", median_ratio(startup["cfg_job"], startup["import_hydra"]), "<= 1.5",

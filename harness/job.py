@@ -62,6 +62,11 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     return name, run_dir, sweep_dir
 
 
+def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
+    tracker.finish(status, error=error)
+    result.run_id = tracker.run_id
+
+
 def run_job(cfg: DictConfig) -> JobResult:
     from harness.config.validate import validate
     from harness.tracking import open_tracker
@@ -69,10 +74,13 @@ def run_job(cfg: DictConfig) -> JobResult:
 
     from harness.launchers.skip_finished import finished_twin
     from harness.sweeps.pruning import Pruned
+    from harness.tracking.outage import apply_client_defaults
+    from harness.tracking.store import store_exists
 
     spec = validate(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
-    twin = finished_twin(spec)
+    apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
+    twin = finished_twin(spec) if store_exists(spec) else None  # a store not created yet holds no twin
     if twin:
         print(f"run {name}: SKIPPED, an identical config already FINISHED as mlflow run {twin} "
               f"(--force reruns it)", flush=True)
@@ -85,29 +93,30 @@ def run_job(cfg: DictConfig) -> JobResult:
                                                    "started": time.time(), "name": name}))
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
-    result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), run_id=tracker.run_id)
+    # the run id is read once the run is closed: the tracking sidecar may still be opening it meanwhile
+    result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir))
     try:
         trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)
         result.final_metrics = trainer.train()
         result.status = "FINISHED"
     except Pruned as err:
         result.status, result.error = "PRUNED", str(err)
-        tracker.finish("KILLED", error=str(err))
+        _close(tracker, result, "KILLED", str(err))
         print(f"run {name}: {err}", flush=True)
     except (KeyboardInterrupt, Killed) as err:
         result.status, result.error = "KILLED", str(err) or type(err).__name__
-        tracker.finish("KILLED", error=result.error)
+        _close(tracker, result, "KILLED", result.error)
         RESULTS.append(result)
         raise
     except Exception as err:  # a failing run must not take down the sweep
         result.status, result.error = "FAILED", f"{type(err).__name__}: {err}"
-        tracker.finish("FAILED", error=traceback.format_exc())
+        _close(tracker, result, "FAILED", traceback.format_exc())
         log.error("run %s FAILED: %s", name, result.error)
     else:
-        tracker.finish("FINISHED")
+        _close(tracker, result, "FINISHED")
         shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
-        print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {tracker.run_id})"
-                                                               if tracker.run_id else ""), flush=True)
+        print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {result.run_id})"
+                                                               if result.run_id else ""), flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
     RESULTS.append(result)

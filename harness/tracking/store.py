@@ -1,8 +1,10 @@
 """Where runs are tracked: resolving the tracking URI and creating the store once, before any writer.
 
-Concurrent first creation of an MLflow SQLite store races on its schema migration, so the CLI (and
-`python -m harness server`) creates the store and the experiment up front, under a file lock that also
-serialises separate invocations."""
+Concurrent first creation of an MLflow SQLite store races on its schema migration, so every creator holds
+a file lock in the output folder that also serialises separate invocations: `ensure_experiment` (a job's
+tracker, the sweep's parent run) and `python -m harness server`. For jobs submitted through submitit (Slurm)
+the CLI creates the stores up front (`prepare_stores`), so an unreachable store is reported before anything
+is submitted; jobs run on this machine create theirs in their tracking sidecar, while they start training."""
 from __future__ import annotations
 
 import fcntl
@@ -17,6 +19,7 @@ from harness.tracking.outage import apply_client_defaults, describe, warn_once
 from harness.tracking.params import scrub
 
 LOCK_NAME = ".mlruns.lock"
+LOCAL_LAUNCHERS = ("local", "local_parallel")  # jobs run in this process or its workers
 
 
 def default_root() -> Path:
@@ -95,11 +98,32 @@ def ensure_experiment(cfg: DictConfig) -> Tuple[str, str]:
         return uri, get_or_create_experiment(client, experiment_name(cfg), artifact_root(cfg))
 
 
+def sqlite_file(uri: str) -> Optional[Path]:
+    """The database file of a `sqlite:///path` URI (None for other stores and in-memory SQLite)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path).expanduser().resolve() if path and path != ":memory:" else None
+
+
+def store_exists(cfg: DictConfig) -> bool:
+    """False only for a local SQLite store not created yet. Checked under the lock of its creators, so a
+    store that another process is creating counts once it is complete (and can be opened without the lock)."""
+    path = sqlite_file(tracking_uri(cfg))
+    if path is None:
+        return True
+    with folder_lock(output_root(cfg)):
+        return path.is_file()
+
+
 def prepare_stores(configs: Iterable[DictConfig]) -> None:
-    """Create every store the jobs will write to, once, before any job starts."""
+    """Create every store that jobs submitted elsewhere will write to, once, before any of them starts.
+
+    Jobs run on this machine (LOCAL_LAUNCHERS) are left to create theirs (`ensure_experiment`, in their
+    tracking sidecar): the CLI does not wait on MLflow for them."""
     seen = set()
     for cfg in configs:
-        if cfg.tracking.backend != "mlflow":
+        if cfg.tracking.backend != "mlflow" or cfg.launcher.name in LOCAL_LAUNCHERS:
             continue
         key = (tracking_uri(cfg), experiment_name(cfg))
         if key in seen:
