@@ -2,14 +2,22 @@
 the whole session so the tiny base model is trained once."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The CLI's composed-config cache (harness/config/compose_cache.py) goes to a folder of this session, not the
+# user's ~/.cache; subprocesses inherit it.
+if "HARNESS_CONFIG_CACHE" not in os.environ:
+    os.environ["HARNESS_CONFIG_CACHE"] = tempfile.mkdtemp(prefix="harness-test-configs-")
+    atexit.register(shutil.rmtree, os.environ["HARNESS_CONFIG_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
