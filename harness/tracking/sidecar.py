@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from harness.tracking.params import scrub
 from harness.tracking.sidecar_child import STOP_SIGNALS, mark_warned, replay, warned_keys
-from harness.tracking.tracker import Tracker, metrics_interval
+from harness.tracking.tracker import Tracker, metrics_interval, now_ms
 
 log = logging.getLogger("harness")
 
@@ -153,7 +153,7 @@ class SidecarTracker(Tracker):
         return True
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
-        self._record(("metrics", step, {k: float(v) for k, v in metrics.items()}), now=not self._send_every)
+        self._record(("metrics", step, {k: float(v) for k, v in metrics.items()}, now_ms()), now=not self._send_every)
 
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         self._record(("artifact", str(Path(path).resolve()), artifact_path), now=True)

@@ -48,7 +48,7 @@ def replay(tracker: Any, record: tuple) -> None:
     kind = record[0]
     if kind == "metrics":
         if record[1] > tracker.skip_through_step:  # a resumed run: the steps the store has are skipped
-            tracker._remote_log_metrics(record[2], record[1])  # metrics.jsonl is the job's own
+            tracker._remote_log_metrics(record[2], record[1], record[3])  # metrics.jsonl is the job's own
     elif kind == "artifact":
         tracker.log_artifact(Path(record[1]), record[2])
     elif kind == "text" and hasattr(tracker, "log_text"):

@@ -200,13 +200,14 @@ class MlflowTracker(Tracker):
         history = self.client.get_metric_history(self.run_id, "train/reward")
         return max((m.step for m in history), default=-1)
 
-    def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
-        """Queue the step for the writer thread (the caller only pays for the float conversion)."""
+    def _remote_log_metrics(self, metrics: Dict[str, float], step: int, timestamp_ms: Optional[int] = None) -> None:
+        """Queue the step for the writer thread (the caller only pays for the float conversion); its timestamp
+        is now unless the step was logged earlier elsewhere (a sidecar's job)."""
         with self._writer_lock:  # not self._lock: a catch-up upload holds that one, a step must not wait
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_loop, name="harness-metrics", daemon=True)
                 self._writer.start()
-        self._queue.put((step, now_ms(), {k: float(v) for k, v in metrics.items()}))
+        self._queue.put((step, timestamp_ms or now_ms(), {k: float(v) for k, v in metrics.items()}))
 
     def flush(self) -> None:
         """Wait until every queued step is in the store, or in the spool when the store is away."""

@@ -219,3 +219,19 @@ def test_the_sidecar_switch_is_checked(tmp_path, monkeypatch, value):
     monkeypatch.setenv("HARNESS_TRACKING_SIDECAR", value)
     with pytest.raises(ValueError, match=f"HARNESS_TRACKING_SIDECAR='{value}' is not allowed"):
         open_tracker(_config(tmp_path), tmp_path / "run", run_name="switch")
+
+
+def test_metric_timestamps_are_when_the_job_logged_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_TRACKING_SIDECAR", "1")
+    monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "30")  # the records wait in the job until the flush
+    tracker = open_tracker(_config(tmp_path), tmp_path / "run", run_name="stamps")
+    logged = []
+    for step in (1, 2):
+        logged.append(time.time() * 1000)
+        _log(tracker, [step])
+        time.sleep(1.0)
+    tracker.flush()
+    tracker.finish("FINISHED")
+    stamps = {m.step: m.timestamp for m in MlflowClient(_uri(tmp_path)).get_metric_history(tracker.run_id, KEYS[0])}
+    for step, at in zip((1, 2), logged):
+        assert abs(stamps[step] - at) < 500, (step, stamps[step] - at)
