@@ -75,12 +75,11 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.launchers.skip_finished import finished_twin
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
-    from harness.tracking.store import store_exists
 
     spec = validate(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
-    twin = finished_twin(spec) if store_exists(spec) else None  # a store not created yet holds no twin
+    twin = finished_twin(spec)
     if twin:
         print(f"run {name}: SKIPPED, an identical config already FINISHED as mlflow run {twin} "
               f"(--force reruns it)", flush=True)

@@ -26,13 +26,13 @@ def finished_twin(cfg: DictConfig) -> Optional[str]:
         return None
     try:
         from harness.tracking.params import config_hash
-        from harness.tracking.store import experiment_name, sqlite_file, tracking_uri
+        from harness.tracking.store import experiment_name, sqlite_file, store_exists, tracking_uri
 
         uri, name, digest = tracking_uri(cfg), experiment_name(cfg), config_hash(cfg)
         path = sqlite_file(uri)
-        if path is not None:
-            return sqlite_twin(path, name, digest) if path.is_file() else None
-        return _client_twin(uri, name, digest)
+        if path is None:
+            return _client_twin(uri, name, digest)
+        return sqlite_twin(path, name, digest) if store_exists(cfg) else None  # one not created yet has no twin
     except Exception as err:  # an unreachable store must not stop the run: run it
         log.warning("could not check for an identical finished run: %s", err)
         return None
