@@ -1,0 +1,43 @@
+"""local_parallel's workers leave without finalizing the interpreter (tearing down torch, MLflow and
+SQLAlchemy took ~2 s that every sweep waited for), yet nothing a job wrote or printed is lost."""
+from __future__ import annotations
+
+import atexit
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from harness.launchers.local_parallel import _QuickExitSpawnContext
+
+
+def _job_with_exit_hook(marker: str) -> int:
+    print("printed by the job, without a newline", end="")
+    atexit.register(lambda: Path(marker).write_text("the interpreter was finalized"))
+    return 7
+
+
+def test_worker_skips_interpreter_finalization(tmp_path):
+    marker = tmp_path / "finalized"
+    with ProcessPoolExecutor(max_workers=1, mp_context=_QuickExitSpawnContext()) as pool:
+        assert pool.submit(_job_with_exit_hook, str(marker)).result() == 7
+    assert not marker.exists()
+
+
+def test_worker_output_is_flushed_before_it_leaves(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from concurrent.futures import ProcessPoolExecutor
+        from harness.launchers.local_parallel import _QuickExitSpawnContext
+        from test_local_parallel_exit import _job_with_exit_hook
+        if __name__ == "__main__":
+            with ProcessPoolExecutor(max_workers=1, mp_context=_QuickExitSpawnContext()) as pool:
+                pool.submit(_job_with_exit_hook, {str(tmp_path / "finalized")!r}).result()
+    """)
+    (tmp_path / "drive.py").write_text(script)
+    proc = subprocess.run([sys.executable, str(tmp_path / "drive.py")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "printed by the job, without a newline" in proc.stdout
+    assert not (tmp_path / "finalized").exists()
