@@ -70,6 +70,7 @@ class TrainerConfig:
     topk: int = 20  # rollout top-K log-probs, requested only by Top-K objectives
     eval_every: int = 10
     checkpoint_every: int = 10
+    checkpoint_background: bool = True  # write checkpoints on a thread: the loop pays for a copy of the state
     torch_threads: int = 1
     progress: bool = True
     resume: Optional[str] = None  # a run folder or checkpoint file to continue from

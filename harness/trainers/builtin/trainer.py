@@ -28,14 +28,16 @@ from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import warm_start
 from harness.sweeps.pruning import pruning_hook
-from harness.trainers.checkpoint import load_checkpoint, save_checkpoint
+from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 
 log = logging.getLogger("harness")
 
 
-def _injected_kill(step: int) -> None:
-    """Fault injection for the resume tests: SIGKILL this process right after the given step."""
+def _injected_kill(step: int, checkpoints: CheckpointWriter) -> None:
+    """Fault injection for the resume tests: SIGKILL this process right after the given step, once the
+    checkpoint in flight is on disk (so which checkpoint a test resumes from does not depend on timing)."""
     if os.environ.get("HARNESS_FAULT_KILL_AT_STEP") == str(step):
+        checkpoints.wait()
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -173,13 +175,25 @@ class BuiltinTrainer:
         return {"eval/accuracy": accuracy, "eval/greedy_accuracy": greedy, "eval/best_accuracy": self.best_eval}
 
     def train(self) -> Dict[str, float]:
+        # before a checkpoint is written, the logged steps are in the store: a resumed run skips the steps
+        # the store has, so none may be missing
+        checkpoints = CheckpointWriter(self.run_dir, self.tracker.flush, lambda: self.tracker.run_id,
+                                       background=self.t.checkpoint_background)
+        try:
+            final = self._train_loop(checkpoints)
+        except BaseException:
+            checkpoints.wait(raise_error=False)  # a stopped run leaves its latest checkpoint whole
+            raise
+        checkpoints.wait()
+        return final
+
+    def _train_loop(self, checkpoints: CheckpointWriter) -> Dict[str, float]:
         from tqdm import tqdm
 
         t = self.t
         if self.step == 0:
             self.tracker.log_metrics(self._evaluate(), step=0)
-            self.tracker.flush()  # logged steps are in the store before a checkpoint says they are done
-            save_checkpoint(self.run_dir, self._state(), 0, self.tracker.run_id)  # resumable from the start
+            checkpoints.save(self._state(), 0)  # resumable from the start
         metrics: Dict[str, float] = {}
         bar = tqdm(total=t.steps, initial=self.step, desc=f"{self.cfg.algo.name}", unit="step",
                    disable=None if t.progress else True, dynamic_ncols=True)
@@ -190,9 +204,8 @@ class BuiltinTrainer:
                 metrics.update(self._evaluate())
             self.tracker.log_metrics(metrics, step=self.step)
             if self.step % t.checkpoint_every == 0 or self.step == t.steps:
-                self.tracker.flush()  # a resumed run skips the steps the store has: none may be missing
-                save_checkpoint(self.run_dir, self._state(), self.step, self.tracker.run_id)
-            _injected_kill(self.step)
+                checkpoints.save(self._state(), self.step)
+            _injected_kill(self.step, checkpoints)
             if self.on_eval and "eval/accuracy" in metrics:
                 self.on_eval(self.step, metrics)
             bar.update(1)
