@@ -80,18 +80,22 @@ def kl_roots_bisect(log_p: Array, delta: float, iters: int = BISECT_ITERS) -> Tu
 
 
 Y_MIN, Y_MAX = -NEAR_ONE_LOGP, 40.0  # table range of y = −log p
-CELL_SHIFT = 23 - 10             # float32 bits >> CELL_SHIFT: exponent and top 10 mantissa bits of y
+CELL_BITS = 10                   # cells per octave of y: 2^CELL_BITS (the top mantissa bits of y)
+# float dtype -> (same-width int dtype, mantissa bits): a cell is the exponent and top mantissa bits of y
+_BIT_LAYOUT = {torch.float32: (torch.int32, 23), torch.float64: (torch.int64, 52)}
 
 
-def _key(y: float) -> int:
-    return int(torch.tensor(y, dtype=torch.float32).view(torch.int32)) >> CELL_SHIFT
+def _key(y: float, dtype: torch.dtype = torch.float32) -> int:
+    """Cell key of y from its bits as `dtype`; keys of float32 and float64 differ by a constant offset."""
+    int_dtype, mantissa = _BIT_LAYOUT[dtype]
+    return int(torch.tensor(y, dtype=dtype).view(int_dtype)) >> (mantissa - CELL_BITS)
 
 
 @functools.lru_cache(maxsize=32)
 def _grid_values(delta: float) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(y, z = log(−log lo), u = −log c_hi) at the cell edges (float64; bisection in numpy: single-threaded,
     so fast even when torch's thread pool is contended)."""
-    keys = torch.arange(_key(Y_MIN), _key(Y_MAX) + 2, dtype=torch.int32) << CELL_SHIFT
+    keys = torch.arange(_key(Y_MIN), _key(Y_MAX) + 2, dtype=torch.int32) << (23 - CELL_BITS)
     y = keys.view(torch.float32).double().numpy()
     s_lo, t_hi = kl_roots_bisect(-y, delta, iters=100)
     return y, np.log(np.minimum(-s_lo, MAX_NEG_LOG)), np.minimum(-t_hi, MAX_NEG_LOG)
@@ -115,7 +119,20 @@ def _table(delta: float, dtype: torch.dtype, device: str) -> Tuple[Tensor, Tenso
     return tuple(torch.from_numpy(np.ascontiguousarray(c)).to(dtype=dtype, device=device) for c in cols)
 
 
-CHUNK = 1 << 14                  # tokens per pass of kl_roots_table: its temporaries stay in L2
+@functools.lru_cache(maxsize=16)
+def _operands(dtype: torch.dtype, device: str) -> Tuple[Tensor, Tensor, Tensor]:
+    """0-dim (1, bit shift, key of Y_MIN) for `dtype`: Python scalars would become tensors on every op."""
+    int_dtype, mantissa = _BIT_LAYOUT[dtype]
+    return (torch.ones((), dtype=dtype, device=device),
+            torch.tensor(mantissa - CELL_BITS, dtype=int_dtype, device=device),
+            torch.tensor(_key(Y_MIN, dtype), dtype=int_dtype, device=device))
+
+
+CHUNK_BYTES = 1 << 17            # per buffer per pass of kl_roots_table: its working set stays in L2
+
+
+def chunk_tokens(dtype: torch.dtype) -> int:
+    return CHUNK_BYTES // torch.finfo(dtype).bits * 8
 
 
 def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
@@ -126,36 +143,30 @@ def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
     already in (0, 1] and [1, 1/p]). near_one_lo: where p > 1 − 1e-6, lo = near_one_lo and hi = 1
     (checked per chunk while it is in cache, instead of another pass over log_p).
 
-    This runs on every token, so it is a fixed chain of in-place / out= ops over chunks of CHUNK tokens
-    on reused scratch buffers (each pass on cache-resident data, nothing allocated per pass; lo and hi
-    share one allocation, which the allocator keeps for the next call instead of mapping fresh pages).
-    The cell of y = −log p comes from the bits of y as float32 (no log); rounding to float32 can only
-    pick the neighbouring cell, whose chord is as accurate there. No expm1 (not vectorised on CPU):
-    hi = c + (1 − c)/p is a lerp from 1/p towards 1 by c, with relative error eps·c/(1 − c), small
-    because 1 − c = O(δ) or more.
+    This runs on every token, so it is a fixed chain of in-place / out= ops over chunks of
+    `chunk_tokens(dtype)` tokens on three reused scratch rows and an index buffer (each pass on
+    cache-resident data, nothing allocated per pass; lo and hi share one allocation, which the allocator
+    keeps for the next call instead of mapping fresh pages). The cell of y = −log p comes from the bits
+    of y itself (no log, no conversion). No expm1 (not vectorised on CPU): hi = c + (1 − c)/p is a lerp
+    from 1/p towards 1 by c, with relative error eps·c/(1 − c), small because 1 − c = O(δ) or more.
     """
     z0, z1, v0, v1 = _table(float(delta), log_p.dtype, str(log_p.device))
+    one, shift, first = _operands(log_p.dtype, str(log_p.device))
     flat = log_p.reshape(-1)
-    n = flat.numel()
+    n, size = flat.numel(), chunk_tokens(flat.dtype)
     lo, hi = torch.empty(2, n, dtype=flat.dtype, device=flat.device).unbind(0)
-    m = min(n, CHUNK)
-    y, c, tmp = (torch.empty(m, dtype=flat.dtype, device=flat.device) for _ in range(3))
-    y32 = y if flat.dtype == torch.float32 else torch.empty(m, dtype=torch.float32, device=flat.device)
-    cell = torch.empty(m, dtype=torch.int32, device=flat.device)
-    words = y32.view(torch.int32)
-    # 0-dim operands: Python scalars would be converted to tensors on every call
-    one = torch.ones((), dtype=flat.dtype, device=flat.device)
-    shift, first = (torch.tensor(v, dtype=torch.int32, device=flat.device) for v in (CELL_SHIFT, _key(Y_MIN)))
-    inv_chunks = itertools.repeat(None) if inv_p is None else inv_p.reshape(-1).split(CHUNK)
-    for lp, lo_k, hi_k, inv_k in zip(flat.split(CHUNK), lo.split(CHUNK), hi.split(CHUNK), inv_chunks):
+    m = min(n, size)
+    y, c, tmp = torch.empty(3, m, dtype=flat.dtype, device=flat.device).unbind(0)
+    cell = torch.empty(m, dtype=shift.dtype, device=flat.device)
+    words = y.view(shift.dtype)
+    inv_chunks = itertools.repeat(None) if inv_p is None else inv_p.reshape(-1).split(size)
+    for lp, lo_k, hi_k, inv_k in zip(flat.split(size), lo.split(size), hi.split(size), inv_chunks):
         k = lp.numel()
-        y_k, y32_k, c_k, tmp_k, cell_k, words_k = (y, y32, c, tmp, cell, words) if k == m else (
-            y[:k], y32[:k], c[:k], tmp[:k], cell[:k], words[:k])
+        y_k, c_k, tmp_k, cell_k, words_k = (y, c, tmp, cell, words) if k == m else (
+            y[:k], c[:k], tmp[:k], cell[:k], words[:k])
         torch.neg(lp, out=hi_k)
         near_one = near_one_lo is not None and k and float(torch.amin(hi_k)) < Y_MIN
         torch.clamp(hi_k, Y_MIN, Y_MAX, out=y_k)
-        if y32_k is not y_k:
-            y32_k.copy_(y_k)
         torch.bitwise_right_shift(words_k, shift, out=cell_k).sub_(first)
         torch.index_select(z0, 0, cell_k, out=lo_k)
         torch.index_select(z1, 0, cell_k, out=tmp_k)

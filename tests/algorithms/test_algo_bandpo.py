@@ -9,7 +9,8 @@ import torch
 
 from algo_expected import band_bounds_scalar
 from harness.algorithms import build_objective
-from harness.algorithms.bandpo_bounds import CHUNK, band_bounds, kl_roots_bisect, kl_roots_table
+from harness.algorithms.bandpo_bounds import (Y_MIN, band_bounds, chunk_tokens, kl_roots_bisect,
+                                              kl_roots_table)
 
 P_GRID = torch.cat([torch.logspace(-12, -0.01, 700, dtype=torch.float64),
                     1 - torch.logspace(-1, -8, 300, dtype=torch.float64)]).sort().values
@@ -70,10 +71,26 @@ def test_table_matches_bisection():
     torch.testing.assert_close(hi_t[ok].clamp(max=1e6), hi_b[ok].clamp(max=1e6), rtol=1e-6, atol=0)
 
 
+def test_table_reads_the_cell_of_y():
+    """float64: each y reads its own cell's chords (g = δ to ~4e-9 for δ = 0.05; a lookup one cell off
+    gives ~3e-8), also on cell edges and one ulp either side, where y rounded to float32 changes cells."""
+    edges = torch.arange(-20, 1, dtype=torch.float64).exp2() * (1 + torch.rand(21, dtype=torch.float64))
+    edges = edges.float().view(torch.int32).bitwise_and(~0 << 13).view(torch.float32).double()  # 10-bit mantissa
+    inside = torch.exp(torch.rand(20_000, dtype=torch.float64) * 14 - 13.8)  # 1e-6 .. 1.2
+    y = torch.cat([inside, edges.nextafter(torch.zeros(())), edges, edges.nextafter(torch.full((), 99.0))])
+    y = y[y > Y_MIN]
+    p = torch.exp(-y)
+    lo, hi = kl_roots_table(-y, 0.05)
+    act_hi = hi < (1 / p) * (1 - 1e-9)  # else hi = 1/p within rounding: c underflowed (g is infinite there)
+    assert act_hi.sum() > 5_000
+    assert (g_kl(p, lo) - 0.05).abs().max() < 1e-8
+    assert (g_kl(p[act_hi], hi[act_hi]) - 0.05).abs().max() < 1e-8
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_table_chunks_inv_p_and_empty(dtype):
     """Chunk boundaries (a partial last chunk), a caller's 1/p and empty input change nothing."""
-    logp = (-torch.rand(2 * CHUNK + 1234, dtype=torch.float64) * 30).to(dtype)
+    logp = (-torch.rand(2 * chunk_tokens(dtype) + 1234, dtype=torch.float64) * 30).to(dtype)
     lo, hi = kl_roots_table(logp, 0.05, hi_max=10.0)
     for part in logp.split(777):
         lo_p, hi_p = kl_roots_table(part, 0.05, inv_p=torch.exp(-part), hi_max=10.0)
