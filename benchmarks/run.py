@@ -54,7 +54,7 @@ BENCHMARKS: Dict[str, Benchmark] = {
     "reports": Benchmark("bench_reports.py", ["reports.naive_over_bulk", "reports.collect_plus_reports_budget"],
                          optional=True),
     "sweep_scaling": Benchmark("bench_sweep_scaling.py", ["sweep_scaling.runs_per_hour_2_vs_1",
-                                                          "sweep_scaling.runs_per_hour_2_vs_1_same_threads"]),
+                                                          "sweep_scaling.runs_per_hour_2_vs_1_short_runs"]),
 }
 OWN = {"trainer_vs_trl", "compute_efficiency", "overhead", "tracking", "sweep_scaling"}  # take --cache-dir
 
