@@ -20,6 +20,8 @@ import re
 import sys
 from typing import Optional, Sequence
 
+from harness.disk_cache import cache_folder, read_entry, write_entry
+
 FORMAT = 1  # bump when the entry format or the key's recipe changes
 MAX_ENTRIES = 256
 _OC_ENV = re.compile(r"oc\.env:\s*([^,}\s]+)")
@@ -29,11 +31,7 @@ _TREE: list = []  # the conf tree's and installation's part of every key, read o
 
 
 def cache_dir() -> Optional[str]:
-    setting = os.environ.get("HARNESS_CONFIG_CACHE", "")
-    if setting.lower() in ("off", "0", "false", "no"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return setting or os.path.join(base, "harness", "configs")
+    return cache_folder("HARNESS_CONFIG_CACHE", "configs")
 
 
 def key(overrides: Sequence[str]) -> Optional[str]:
@@ -98,9 +96,9 @@ def _stat(path: str) -> tuple:
 
 def load(name: str):
     """The cached config, or None (no entry, or one that cannot be read: it is then replaced)."""
+    data = read_entry(cache_dir(), name + ".pkl")
     try:
-        with open(os.path.join(cache_dir() or "", name + ".pkl"), "rb") as f:
-            return pickle.load(f)
+        return None if data is None else pickle.loads(data)
     except Exception:
         return None
 
@@ -110,20 +108,4 @@ def store(name: str, cfg) -> None:
     # the config's strings are in the pickle verbatim; a resolver found anywhere else only skips the entry
     if any(not r.startswith("oc.") for r in _RESOLVER.findall(data.decode("latin-1"))):
         return
-    folder = cache_dir()
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        partial = os.path.join(folder, f"{name}.{os.getpid()}.tmp")
-        with open(partial, "wb") as f:
-            f.write(data)
-        os.replace(partial, os.path.join(folder, name + ".pkl"))
-        _prune(folder)
-    except OSError:
-        pass  # a read-only or full disk only costs the next run the composition
-
-
-def _prune(folder: str) -> None:
-    entries = [e for e in os.scandir(folder) if e.name.endswith(".pkl")]
-    if len(entries) > MAX_ENTRIES:
-        for entry in sorted(entries, key=lambda e: e.stat().st_mtime_ns)[:len(entries) - MAX_ENTRIES // 2]:
-            os.remove(entry.path)
+    write_entry(cache_dir(), name + ".pkl", data, MAX_ENTRIES)

@@ -1,14 +1,17 @@
 """geometry: the gradient weight G/(r·A) of each objective of the sweep over (ν, π), for both advantage
 signs (the DRPO paper's Figure 1), at the thresholds the sweep used and at the library default — so
 δ = 0.1 versus δ = 12.5 for DRPO is visible at a glance. Computed by `gradient_weight_grid`, i.e. by
-autograd through the library's own objectives."""
+autograd through the library's own objectives (kept in a disk cache keyed on the library's code:
+harness/reports/geometry_cache.py)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from harness.reports.data import Run, SweepData, fmt
+from harness.reports.geometry_cache import cached_grid
 from harness.reports.page import Page
 from harness.reports.registry import ReportKind
 from harness.reports.thresholds import SYMBOLS, default_threshold, objective_params, threshold_param
@@ -58,7 +61,7 @@ def needs(data: SweepData) -> Optional[str]:
 
 
 def build(data: SweepData, page: Page) -> None:
-    from harness.algorithms import SPECS, gradient_weight_grid
+    from harness.algorithms import SPECS
 
     used = [r for r in data.runs if r.objective in SPECS]
     page.uses(used)
@@ -77,7 +80,7 @@ def build(data: SweepData, page: Page) -> None:
             for j, sign in enumerate((1.0, -1.0)):
                 x0, y0 = j * (1 + GAP), (len(entries) - 1 - i) * (1 + GAP)
                 try:
-                    weight = _grid(gradient_weight_grid, objective, sign, params)
+                    weight = cached_grid(objective, sign, params, GRID, partial(_grid, objective, sign, params))
                 except Exception as err:  # a parameter set the library refuses: say so on the panel
                     page.missing(f"{label}: weight grid not computable ({err}).")
                     ax.text(x0 + 0.5, y0 + 0.5, "not computable", ha="center", va="center")
@@ -108,15 +111,17 @@ def build(data: SweepData, page: Page) -> None:
                caption=f"Over a {len(GRID)}×{len(GRID)} grid of ν, π in [{GRID[0]:g}, 1].")
 
 
-def _grid(function, objective: str, sign: float, params: Dict[str, Any]) -> np.ndarray:
+def _grid(objective: str, sign: float, params: Dict[str, Any]) -> np.ndarray:
     """The weight grid on one torch thread: a small autograd problem, where thread start-up and a busy
     machine's contention cost more than they save; the caller's thread count is restored."""
     import torch
 
+    from harness.algorithms import gradient_weight_grid
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return function(objective, GRID, GRID, sign, **params).numpy()
+        return gradient_weight_grid(objective, GRID, GRID, sign, **params).numpy()
     finally:
         torch.set_num_threads(threads)
 
