@@ -17,7 +17,10 @@ Two run sizes:
       `runs_per_hour_2_vs_1_short_runs`, reported without a target: the sweep's fixed cost dominates it.
 Each figure is the median of per-repetition ratios of wall times (= runs/hour ratios). The detail has the
 sweep's fixed cost as Amdahl's law reads it from the two walls (2 * w2 - w1: what does not get faster
-with a second worker: the driver's Hydra start, the parent run, each worker's start-up, the reports).
+with a second worker: the driver's Hydra start, the parent run, each worker's start-up, the reports), the
+runs' median step time in each variant (`perf/step_time_s`) and `ratio_at_equal_step_time`, the ratio
+with w1's walls scaled by w2's step time over w1's (conservative: the fixed cost is scaled too). On this
+VM one busy process steps ~20% slower than each of two, which puts the raw ratio above 2.
 --quick: steps=2, seeds 0..1, tracking=none, one repetition of each size.
 """
 from __future__ import annotations
@@ -71,12 +74,16 @@ def threads_used(root: Path) -> set:
     return found
 
 
-def step_seconds(root: Path) -> float:
-    """Median `perf/step_time_s` of the runs under root (their metrics.jsonl)."""
+def step_times(root: Path) -> list:
+    """`perf/step_time_s` of every step of the runs under root (their metrics.jsonl)."""
     import json
 
-    times = [json.loads(line)["perf/step_time_s"] for path in root.glob("multirun/**/metrics.jsonl")
-             for line in path.read_text().splitlines() if "perf/step_time_s" in line]
+    return [json.loads(line)["perf/step_time_s"] for path in root.glob("multirun/**/metrics.jsonl")
+            for line in path.read_text().splitlines() if "perf/step_time_s" in line]
+
+
+def step_seconds(root: Path) -> float:
+    times = step_times(root)
     if not times:
         raise RuntimeError(f"no perf/step_time_s in the warm-up runs under {root}")
     return median(times)
@@ -85,12 +92,14 @@ def step_seconds(root: Path) -> float:
 def compare(name: str, run_overrides, seeds: int, reps: int, root: Path, cache_dir: Path, extra) -> dict:
     """w1 and w2 walls of the same sweep, alternating; the figure's numbers."""
     walls = {variant: [] for variant in VARIANTS}
+    steps = {variant: [] for variant in VARIANTS}  # the runs' own step times, per variant
     threads = {variant: set() for variant in VARIANTS}
     variants = list(VARIANTS)
     for rep in range(reps):
         for variant in variants[rep % 2:] + variants[:rep % 2]:
             walls[variant].append(sweep(VARIANTS[variant], seeds, root, cache_dir, [*run_overrides, *extra]))
             threads[variant] |= threads_used(root)
+            steps[variant] += step_times(root)
             (root / "multirun").rename(root / f"done-{name}-{variant}-{rep}")  # the next sweep's runs alone
     if threads["w1"] != threads["w2"]:
         raise RuntimeError(f"the variants ran with different torch threads: {threads}")
@@ -100,6 +109,11 @@ def compare(name: str, run_overrides, seeds: int, reps: int, root: Path, cache_d
                            reps=reps, cores=os.cpu_count(),
                            runs_per_hour={k: 3600 * seeds / median(v) for k, v in walls.items()},
                            wall_median_s={"w1": w1, "w2": w2}, fixed_cost_s=2 * w2 - w1,
+                           # on a VM a lone busy process can step slower than each of two (see README):
+                           # the ratio at equal step speed takes that out
+                           step_time_median_s={k: median(v) if v else None for k, v in steps.items()},
+                           ratio_at_equal_step_time=(median_ratio(walls["w1"], walls["w2"]) * median(steps["w2"])
+                                                     / median(steps["w1"]) if steps["w1"] and steps["w2"] else None),
                            torch_threads={k: sorted(v) for k, v in threads.items()})}
 
 
