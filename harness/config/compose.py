@@ -10,6 +10,7 @@ from typing import List, Sequence, Tuple
 
 from omegaconf import DictConfig, open_dict
 
+from harness.config.fast_compose import compose_without_hydra
 from harness.config.schema import register_schemas
 from harness.config.validate import ConfigError, validate
 
@@ -36,7 +37,8 @@ def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
 
 def compose(overrides: Sequence[str], cache: bool = False) -> DictConfig:
     """Compose one run config (without the `hydra` node) and translate Hydra's errors. `cache`: look it up
-    in, and add it to, `compose_cache` (the CLI's)."""
+    in, and add it to, `compose_cache` (the CLI's). Plain choices and values are composed without Hydra
+    (`fast_compose`, same result); Hydra composes the rest."""
     from harness.config import compose_cache
 
     name = compose_cache.key(overrides) if cache else None
@@ -44,14 +46,16 @@ def compose(overrides: Sequence[str], cache: bool = False) -> DictConfig:
     if cfg is not None:
         return cfg
     caught = None
-    try:  # a composition that warns is not cached (a hit would not warn); its warnings are shown after it
-        with warnings.catch_warnings(record=name is not None) as caught:
-            cfg = _compose_with_hydra(overrides)
-    finally:
-        for w in caught or ():
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
-    with open_dict(cfg):
-        del cfg["hydra"]
+    cfg = compose_without_hydra(overrides)
+    if cfg is None:
+        try:  # a composition that warns is not cached (a hit would not warn); its warnings are shown after it
+            with warnings.catch_warnings(record=name is not None) as caught:
+                cfg = _compose_with_hydra(overrides)
+        finally:
+            for w in caught or ():
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+        with open_dict(cfg):
+            del cfg["hydra"]
     if name and not caught:
         compose_cache.store(name, cfg)
     return cfg

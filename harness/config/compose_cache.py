@@ -1,16 +1,16 @@
 """A disk cache of the CLI's composed run configs (before validation, which always runs).
 
-Hydra's composition of one run costs more than importing Hydra (~0.1 s of OmegaConf merges), and a hit
-lets `python -m harness --cfg job` run without importing Hydra at all. An entry is found only under a key
-made of everything the composition reads: the conf tree (every file's content), the schema and
-composition code, the Python version and sys.path, the installed distributions (the *.dist-info /
-*.egg-info / *.pth names in site-packages, so any install, upgrade or removal, Hydra plugins included),
-Hydra's, OmegaConf's and PyYAML's files (stat), the `hydra_plugins` folders on sys.path, the environment
-variables the configs or overrides read with oc.env, and the overrides. Not cached: a conf tree or
-overrides naming `hydra.searchpath` or interpolating inside a list (defaults lists are resolved while
-composing), a composition that warns, and a result keeping a resolver other than OmegaConf's own (such as
-`${now:...}`, which only Hydra registers). HARNESS_CONFIG_CACHE: the cache folder (default
-$XDG_CACHE_HOME/harness/configs), or `off`."""
+A hit skips composing (a composition left to Hydra, which `fast_compose` declines, costs more than
+importing Hydra), so a repeated `python -m harness --cfg job` runs without importing Hydra. An entry is
+found only under a key made of everything the composition reads: the conf tree (every file's content),
+the schema and composition code (fast_compose.py included), the Python version and sys.path, the
+installed distributions (the *.dist-info / *.egg-info / *.pth names in site-packages, so any install,
+upgrade or removal, Hydra plugins included), Hydra's, OmegaConf's and PyYAML's files (stat), the
+`hydra_plugins` folders on sys.path, the environment variables the configs or overrides read with oc.env,
+and the overrides. Not cached: a conf tree or overrides naming `hydra.searchpath` or interpolating inside
+a list (defaults lists are resolved while composing), a composition that warns, and a result keeping a
+resolver other than OmegaConf's own (such as `${now:...}`, which only Hydra registers).
+HARNESS_CONFIG_CACHE: the cache folder (default $XDG_CACHE_HOME/harness/configs), or `off`."""
 from __future__ import annotations
 
 import hashlib
@@ -66,7 +66,7 @@ def _tree_key() -> Optional[tuple]:
     if any("searchpath" in t or _LIST_INTERPOLATION.search(t) for t in texts):
         return None  # another config folder, or a defaults list resolved while composing
     here = os.path.dirname(__file__)
-    for name in ("schema.py", "compose.py", "compose_cache.py"):
+    for name in ("schema.py", "compose.py", "compose_cache.py", "fast_compose.py"):
         with open(os.path.join(here, name), "rb") as f:
             digest.update(f.read())
     digest.update(repr(_installation()).encode())

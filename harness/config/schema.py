@@ -172,12 +172,17 @@ class OptunaSweeperConf:
                                                             "n_warmup_steps": 0})
 
 
+# Schemas the primary config's defaults list names (config.yaml: `- run_schema`)
+ROOT_SCHEMAS = {"run_schema": RunConfig}
+
+
 def register_schemas() -> None:
     """Register the schemas with Hydra's ConfigStore (idempotent)."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
-    cs.store(name="run_schema", node=RunConfig)
+    for name, node in ROOT_SCHEMAS.items():
+        cs.store(name=name, node=node)
     cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
     cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)
     cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)

@@ -17,7 +17,8 @@ from harness.config import compose_cache
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    """A fresh cache folder, the key's per-process part recomputed, and a counter of Hydra compositions."""
+    """A fresh cache folder, the key's per-process part recomputed, and a counter of compositions (Hydra's,
+    and those done without Hydra)."""
     folder = tmp_path / "cache"
     monkeypatch.setenv("HARNESS_CONFIG_CACHE", str(folder))
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
@@ -26,6 +27,15 @@ def cache(tmp_path, monkeypatch):
     calls = []
     real = compose_module._compose_with_hydra
     monkeypatch.setattr(compose_module, "_compose_with_hydra", lambda o: calls.append(list(o)) or real(o))
+    fast = compose_module.compose_without_hydra
+
+    def counted_fast(overrides):
+        cfg = fast(overrides)
+        if cfg is not None:
+            calls.append(list(overrides))
+        return cfg
+
+    monkeypatch.setattr(compose_module, "compose_without_hydra", counted_fast)
     return SimpleNamespace(glob=folder.glob, calls=calls)
 
 
@@ -132,8 +142,8 @@ def test_a_composition_that_warns_is_not_cached_and_still_warns(cache, monkeypat
         return real(overrides)
 
     monkeypatch.setattr(compose_module, "_compose_with_hydra", warning_composition)
-    with pytest.warns(UserWarning, match="deprecated thing"):
-        compose_module.compose(["seed=4"], cache=True)
+    with pytest.warns(UserWarning, match="deprecated thing"):  # `+` overrides are composed by Hydra
+        compose_module.compose(["+extra.seed=4"], cache=True)
     assert not list(cache.glob("*.pkl"))
 
 
