@@ -107,6 +107,7 @@ def run_cli(argv: List[str]) -> int:
 
             try:
                 _check_cluster(configs)
+                _check_tasks(configs)
             except ValueError as err:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
@@ -161,6 +162,18 @@ def _check_cluster(configs) -> None:
     for partition in sorted({profile_for(c.launcher).partition
                              for c in configs if c.launcher.name == "slurm"} - {None}):
         check_partition(partition)
+
+
+def _check_tasks(configs) -> None:
+    """The built-in tasks' splits can hold each run's eval set and train pool (asked once per dataset)."""
+    from omegaconf import OmegaConf
+
+    datasets = {OmegaConf.to_yaml(c.dataset): c.dataset for c in configs if c.trainer.name == "builtin"}
+    if datasets:
+        from harness.trainers.builtin.tasks import check_task
+
+        for dataset in datasets.values():
+            check_task(dataset)
 
 
 def _run_hydra(hydra_argv: List[str]) -> None:

@@ -28,6 +28,10 @@ BAD = [
     (["trainer.advantage=gae"], ["trainer.advantage", "gae", "rloo"]),
     (["dataset.train_size=0"], ["dataset.train_size", "0", ">= 1"]),
     (["precision.mismatch_scale=-2"], ["precision.mismatch_scale", "-2", ">= 0"]),
+    # a split too small for the run: the task is asked before any job starts
+    (["dataset=arithmetic", "dataset.difficulty=1", "dataset.eval_size=50"], ["dataset.eval_size=50", "eval split"]),
+    (["dataset=arithmetic", "dataset.difficulty=1", "dataset.eval_size=4", "dataset.train_size=120"],
+     ["dataset.train_size=120", "train split"]),
 ]
 
 

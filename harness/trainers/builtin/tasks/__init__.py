@@ -23,4 +23,13 @@ def build_task(dataset_cfg) -> Task:
     return task
 
 
-__all__ = ["TASKS", "Problem", "Task", "build_task", "ArithmeticTask", "SortingTask"]
+def check_task(dataset_cfg) -> None:
+    """Raise ValueError (naming the key) if the task cannot give the run its eval set or train pool; the CLI
+    asks this before any job starts, so a split too small for `eval_size`/`train_size` is bad input."""
+    task = build_task(dataset_cfg)
+    task.eval_set()
+    if task.train_size:
+        task.train_pool()
+
+
+__all__ = ["TASKS", "Problem", "Task", "build_task", "check_task", "ArithmeticTask", "SortingTask"]
