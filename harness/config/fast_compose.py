@@ -11,9 +11,9 @@ config needs is far less, and this follows Hydra's rules for it step by step:
 * merge: each selected config, embedded at its package (`# @package _global_` or the group's path), merged
   in defaults-list order into an empty config (`merge_with`), the primary's own body at `_self_`;
 * then struct mode and `key=value` overrides through `OmegaConf.update(..., merge=True)`.
-Handled: defaults entries `name` (a schema of `ROOT_SCHEMAS`), `group: option|null`, `_self_` in the primary, and only
-`override /group[@package]: option` entries in group configs; overrides `group=option` and `key=value`
-with a plain value (Hydra's null / bool / int / float / unquoted-identifier rules). Anything else (`+`, `~`,
+Handled: defaults entries `name` (a schema of `ROOT_SCHEMAS`), `group: option|null` and `_self_` in the
+primary, and only `override /group[@package]: option` entries in group configs; overrides `group=option`
+and `key=value` with a plain value (Hydra's null / bool / int / float / unquoted-identifier rules). Anything else (`+`, `~`,
 quotes, lists, interpolations, `hydra.*`, an unknown key or option, a search path, a header other than
 `_global_`, a plugin adding search paths) returns None. tests/config/test_fast_compose.py checks the result
 against Hydra's for every option of every group and every sweep's jobs, node types and flags included.
@@ -108,11 +108,18 @@ def _plugins_add_search_paths() -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
 def _load(path: str) -> Optional[Tuple[Optional[str], dict, list]]:
-    """(package header, body without defaults, defaults list) of a YAML config, or None if out of scope."""
-    if not os.path.isfile(path):
+    """(package header, body without defaults, defaults list) of a YAML config, or None if out of scope;
+    parsed again when the file changes (as Hydra reads it on every composition)."""
+    try:
+        st = os.stat(path)
+    except OSError:
         return None
+    return _parse(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(path: str, mtime_ns: int, size: int) -> Optional[Tuple[Optional[str], dict, list]]:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     header = _package_header(text)
@@ -144,7 +151,7 @@ def _package_header(text: str):
 
 def _parse_overrides(overrides: Sequence[str], tree: _Tree):
     """(group choices, [(key, value)]) from plain overrides, or None."""
-    choices: Dict[str, Optional[str]] = {}
+    choices: Dict[str, str] = {}
     values: List[Tuple[str, object]] = []
     seen = set()
     for item in overrides:
@@ -183,11 +190,12 @@ def _value(text: str):
     return _OUT_OF_SCOPE
 
 
-def _selected_entries(tree: _Tree, external: Dict[str, Optional[str]]):
+def _selected_entries(tree: _Tree, external: Dict[str, str]):
     """[(package, body config)] in merge order, after Hydra's choice rules; None if out of scope."""
-    _, primary_body, primary_defaults = _load(os.path.join(tree.conf, "config.yaml"))
-    if primary_defaults is None:
+    primary = _load(os.path.join(tree.conf, "config.yaml"))
+    if primary is None or primary[2] is None:
         return None
+    _, primary_body, primary_defaults = primary
     entries = []  # (kind, name, choice): kind "group", "schema" or "self"
     for item in primary_defaults:
         if item == "_self_":

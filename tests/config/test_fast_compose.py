@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -132,6 +133,18 @@ def test_a_plugin_adding_search_paths_sends_every_composition_to_hydra(tmp_path,
         monkeypatch.undo()
         fast_compose._tree.cache_clear()
     assert compose_without_hydra([]) is not None
+
+
+def test_an_edited_config_file_is_read_again(tmp_path, monkeypatch):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF, conf, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fast_compose, "_tree", lambda: fast_compose._Tree(str(conf)))
+    assert compose_without_hydra(["algo=drpo"]).trainer.steps == 60
+    builtin = conf / "trainer" / "builtin.yaml"
+    builtin.write_text(builtin.read_text().replace("steps: 60", "steps: 61"))
+    assert compose_without_hydra(["algo=drpo"]).trainer.steps == 61
+    (conf / "algo" / "drpo.yaml").unlink()
+    assert compose_without_hydra(["algo=drpo"]) is None
 
 
 def test_cold_cfg_job_imports_no_hydra():
