@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,51 @@ def test_config_overrides_and_their_precedence(experiment):
     # (`override /model@_global_.model`); the command line wins over both, a later defaults entry over an earlier
     assert_same_as_hydra([f"experiment={experiment}", "trainer=verl"])
     assert_same_as_hydra([f"experiment={experiment}", "model=tiny_qwen3", "precision=fp32", "debug=quick"])
+
+
+def outcome(compose_fn, overrides):
+    try:
+        return "ok", signature(compose_fn(overrides))
+    except ConfigError as err:
+        return "error", str(err)
+
+
+def leaves(node, prefix=""):
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from leaves(value, f"{prefix}{key}.")
+        elif not isinstance(value, (list, str)) or (isinstance(value, str) and "${" not in value):
+            yield f"{prefix}{key}", value
+
+
+def spelling(rng, value) -> str:
+    """A command-line spelling of a value of this type, sometimes of the wrong type."""
+    if rng.random() < 0.15:
+        return rng.choice(["abc", "1.5", "7", "null", "true"])
+    if isinstance(value, bool):
+        return rng.choice(["true", "False", "TRUE", "false"])
+    if isinstance(value, int):
+        return rng.choice([str(value + 1), f"+{value}", "1_0"])
+    if isinstance(value, float):
+        return rng.choice([repr(value * 2), "1e-3", ".5", "2."])
+    if value is None:
+        return rng.choice(["null", "3", "some_name"])
+    return rng.choice([value, "other-name_1.2", "./somewhere"])
+
+
+def test_random_combinations_compose_as_hydra_composes_them():
+    from omegaconf import OmegaConf
+
+    rng = random.Random(5)
+    keys = list(leaves(OmegaConf.to_container(hydra_job_config([]), resolve=False)))
+    handled = 0
+    for _ in range(40):
+        overrides = [f"{g}={rng.choice(options(g))}" for g in rng.sample(GROUPS, rng.randint(1, 4))]
+        overrides += [f"{k}={spelling(rng, v)}" for k, v in rng.sample(keys, rng.randint(0, 3))]
+        rng.shuffle(overrides)
+        handled += compose_without_hydra(overrides) is not None
+        assert outcome(compose, overrides) == outcome(hydra_job_config, overrides), overrides
+    assert handled >= 20  # most of them are composed without Hydra, so the comparison means something
 
 
 def test_null_choices_and_plain_values_typed_as_hydra_types_them():
