@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     warmup, reps = (1, args.reps or 3) if args.quick else (3, args.reps or 30)
     import torch
 
-    from harness.tracking.tracker import Tracker
+    from harness.tracking.local_tracker import Tracker
     from harness.trainers.builtin.trainer import BuiltinTrainer
 
     overrides = ["tracking=none", "trainer.progress=false", "trainer.torch_threads=1",

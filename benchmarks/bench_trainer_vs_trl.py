@@ -39,7 +39,7 @@ BASELINE = "TRL GRPOTrainer, same model/task/batch/optimizer, steps interleaved 
 
 
 def builtin_trainer(quick: bool, root: Path, cache_dir: Path):
-    from harness.tracking.tracker import Tracker
+    from harness.tracking.local_tracker import Tracker
     from harness.trainers.builtin.trainer import BuiltinTrainer
 
     overrides = ["algo=grpo", "trainer.mini_batches=1", "tracking=none", "trainer.progress=false",

@@ -13,7 +13,8 @@ from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.tracking.tracker import MlflowTracker, RunSpec, Tracker
+from harness.tracking.local_tracker import Tracker
+from harness.tracking.tracker import MlflowTracker, RunSpec
 
 log = logging.getLogger("harness")
 

@@ -32,9 +32,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from harness.tracking.local_tracker import Tracker, now_ms
 from harness.tracking.params import scrub
 from harness.tracking.sidecar_child import STOP_SIGNALS, mark_warned, replay, warned_keys
-from harness.tracking.tracker import Tracker, metrics_interval, now_ms
+from harness.tracking.tracker import metrics_interval
 
 log = logging.getLogger("harness")
 

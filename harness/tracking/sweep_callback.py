@@ -202,7 +202,7 @@ def close_parent(sweep_dir: Path) -> Optional[str]:
     `python -m harness sync <sweep_dir>`."""
     from harness.tracking.outage import apply_client_defaults
     from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
-    from harness.tracking.tracker import now_ms
+    from harness.tracking.local_tracker import now_ms
 
     info = json.loads((sweep_dir / PARENT_FILE).read_text())
     statuses = job_statuses(sweep_dir)

@@ -15,7 +15,6 @@ When the store is unreachable (at start or mid-run) the MLflow tracker warns onc
 up every beat, so a short outage heals by itself; otherwise `python -m harness sync` uploads the spool."""
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
@@ -27,6 +26,7 @@ from typing import Any, Callable, Dict, Optional
 
 from harness.tracking.env_seconds import env_seconds
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
+from harness.tracking.local_tracker import Tracker, now_ms
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected, warn_once
 from harness.tracking.params import scrub
 from harness.tracking.signals import deferred_signals
@@ -46,45 +46,6 @@ DEFAULT_INTERVAL_S = 5.0
 def metrics_interval() -> float:
     """Seconds between the metrics writer's calls: HARNESS_METRICS_INTERVAL_S (>= 0), default 5."""
     return env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_S, allow_zero=True)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class Tracker:
-    """Local-only tracker: the base of the MLflow one."""
-
-    run_id: Optional[str] = None
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._metrics_file = None
-        self.skip_through_step = -1  # steps already recorded by a run this one resumes
-
-    def log_metrics(self, metrics: Dict[str, float], step: int) -> None:
-        if self._metrics_file is None:
-            self._metrics_file = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
-        self._metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
-        if step > self.skip_through_step:
-            self._remote_log_metrics(metrics, step)
-
-    def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
-        pass
-
-    def flush(self) -> None:
-        """Wait until every logged metric is recorded (no-op: metrics.jsonl is written synchronously)."""
-
-    def finish(self, status: str, error: Optional[str] = None) -> None:
-        if error:
-            (self.run_dir / "error.txt").write_text(error)
-        (self.run_dir / "status.txt").write_text(status + "\n")
-        if self._metrics_file is not None:
-            self._metrics_file.close()
-
-    def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
-        pass
 
 
 @dataclass

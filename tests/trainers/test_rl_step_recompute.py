@@ -97,7 +97,7 @@ def reference_rl_step(self) -> Dict[str, float]:
     ["trainer.mini_batches=3", "trainer.prompts_per_step=3", "algo=bandpo", "precision=bf16"],
 ])
 def test_rl_step_matches_the_full_recompute(tmp_path, overrides):
-    from harness.tracking.tracker import Tracker
+    from harness.tracking.local_tracker import Tracker
     from harness.trainers.builtin.trainer import BuiltinTrainer
 
     cfg = validate(compose([f"output_root={tmp_path}", f"cache_dir={tmp_path / 'cache'}", "debug=quick",

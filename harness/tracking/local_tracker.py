@@ -1,0 +1,47 @@
+"""The run folder's own record of a run: every step's metrics in `<run_dir>/metrics.jsonl`, and at the end
+`status.txt` (and `error.txt`). The base of every tracker, so a run keeps its record without MLflow."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Tracker:
+    """Local-only tracker: the base of the MLflow one."""
+
+    run_id: Optional[str] = None
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._metrics_file = None
+        self.skip_through_step = -1  # steps already recorded by a run this one resumes
+
+    def log_metrics(self, metrics: Dict[str, float], step: int) -> None:
+        if self._metrics_file is None:
+            self._metrics_file = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        self._metrics_file.write(json.dumps({"step": step, **metrics}) + "\n")
+        if step > self.skip_through_step:
+            self._remote_log_metrics(metrics, step)
+
+    def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        """Wait until every logged metric is recorded (no-op: metrics.jsonl is written synchronously)."""
+
+    def finish(self, status: str, error: Optional[str] = None) -> None:
+        if error:
+            (self.run_dir / "error.txt").write_text(error)
+        (self.run_dir / "status.txt").write_text(status + "\n")
+        if self._metrics_file is not None:
+            self._metrics_file.close()
+
+    def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
+        pass
