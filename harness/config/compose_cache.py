@@ -18,7 +18,7 @@ import os
 import pickle
 import re
 import sys
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from harness.disk_cache import cache_folder, read_entry, write_entry
 
@@ -80,13 +80,20 @@ def _installation() -> list:
     for entry in sys.path:
         if os.path.basename(entry) in ("site-packages", "dist-packages") and os.path.isdir(entry):
             seen.append(sorted(n for n in os.listdir(entry) if n.endswith((".dist-info", ".egg-info", ".pth"))))
-        for root, dirs, files in os.walk(os.path.join(entry or ".", "hydra_plugins")):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            seen += [(root, n, _stat(os.path.join(root, n))) for n in sorted(files)]
+    seen += [(path, _stat(path)) for path in hydra_plugin_files()]
     for package in ("hydra", "omegaconf", "yaml"):
         spec = find_spec(package)
         seen.append((package, spec and spec.origin, spec and spec.origin and _stat(spec.origin)))
     return seen
+
+
+def hydra_plugin_files() -> Iterator[str]:
+    """Every file under a `hydra_plugins` folder on sys.path (where Hydra discovers plugins), in order."""
+    for entry in sys.path:
+        for root, dirs, files in os.walk(os.path.join(entry or ".", "hydra_plugins")):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                yield os.path.join(root, name)
 
 
 def _stat(path: str) -> tuple:

@@ -95,16 +95,13 @@ def _tree() -> Optional[_Tree]:
 
 def _plugins_add_search_paths() -> bool:
     """A SearchPathPlugin (any installed package may ship one) adds config folders only Hydra searches."""
-    import sys
+    from harness.config.compose_cache import hydra_plugin_files
 
-    for entry in sys.path:
-        for root, dirs, files in os.walk(os.path.join(entry or ".", "hydra_plugins")):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                if name.endswith(".py"):
-                    with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
-                        if "SearchPathPlugin" in f.read():
-                            return True
+    for path in hydra_plugin_files():
+        if path.endswith(".py"):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                if "SearchPathPlugin" in f.read():
+                    return True
     return False
 
 
@@ -243,7 +240,7 @@ def _selected_entries(tree: _Tree, external: Dict[str, str]):
             if key not in choices or key in visited and key not in overridden:
                 return None
             overridden.setdefault(key, option)
-        loaded[group] = ("" if header == "_global_" else group, body)
+        loaded[group] = (parent_package, body)
 
     result = []
     for kind, name, _ in entries:
