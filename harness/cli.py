@@ -25,6 +25,7 @@ TOOLS = {
     "status": "harness.tracking.status:main",
     "repair": "harness.tracking.status:repair_main",
     "sync": "harness.tracking.sync:main",
+    "stage": "harness.trainers.verl.stage:main",
 }
 
 EXIT_BAD_INPUT = 2
@@ -162,6 +163,10 @@ def _check_cluster(configs) -> None:
     for partition in sorted({profile_for(c.launcher).partition
                              for c in configs if c.launcher.name == "slurm"} - {None}):
         check_partition(partition)
+    if any(c.trainer.name == "verl" for c in configs):
+        from harness.trainers.verl.environment import check_runs
+
+        check_runs(configs)  # the verl environment each run names imports verl and ray at the expected versions
 
 
 def _check_tasks(configs) -> None:

@@ -29,6 +29,13 @@ class ClusterProfile:
     # false: the job's command runs once per allocation, not once per node through srun (what a
     # multi-node verl job needs: its batch script starts Ray on the other nodes itself)
     use_srun: bool = True
+    # trainer=verl on this cluster (launchers/verl/README.md): the verl environment on the nodes (its python
+    # or its venv folder), the shared folder `harness stage` fills, whether the nodes lack network, and the
+    # memory of one GPU in GB (the memory preflight)
+    verl_python: Optional[str] = None
+    stage_dir: Optional[str] = None
+    offline: bool = False
+    gpu_memory_gb: Optional[float] = None
     setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
     additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
 

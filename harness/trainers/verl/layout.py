@@ -6,13 +6,15 @@ Every failure is a ValueError with one line naming the key, the value and what i
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from harness.trainers.verl.options import VerlOptions
-from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset
-
-CLUSTER_LAUNCHERS = ("slurm", "submitit_local")
+from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset, parse_hub_ref
+from harness.trainers.verl.site import CLUSTER_LAUNCHERS, site
+from harness.trainers.verl.staging import staged_model, staged_source
 
 
 @dataclass(frozen=True)
@@ -133,4 +135,31 @@ def data_sources(cfg, options: VerlOptions) -> Tuple[List[Source], Dict[str, Lis
     limit = d.max_train_samples if d.max_train_samples is not None else (preset.max_train_samples if preset else None)
     if not train:
         raise ValueError("trainer.verl.data.train=[] is not allowed: give at least one training source")
+    stage_dir = site(cfg, options).stage_dir
+    if stage_dir is not None:  # read the staged copies where `harness stage` made them
+        train = [staged_source(stage_dir, s) or s for s in train]
+        evals = {name: [staged_source(stage_dir, s) or s for s in srcs] for name, srcs in evals.items()}
     return train, evals, limit
+
+
+def model_path(cfg, options: VerlOptions) -> str:
+    """model.path, or its staged copy."""
+    staged = staged_model(site(cfg, options).stage_dir, cfg.model.path) if cfg.model.path else None
+    return str(staged) if staged is not None else cfg.model.path
+
+
+def hub_refs(cfg, options: VerlOptions) -> List[Tuple[str, str]]:
+    """(key, reference) of what the job would still fetch from the hub: the model and data sources that are
+    hub references with no staged or local copy."""
+    refs = []
+    path = model_path(cfg, options)
+    if path and not path.startswith(("/", "./", "../", "~")) and not Path(os.path.expanduser(path)).exists():
+        refs.append(("model.path", path))
+    train, evals, _ = data_sources(cfg, options)
+    named = [("trainer.verl.data.train", s) for s in train]
+    named += [(f"trainer.verl.data.eval.{name}", s) for name, srcs in evals.items() for s in srcs]
+    for key, source in named:
+        hub = parse_hub_ref(source.ref)
+        if hub is not None and not hub[0].startswith("/"):
+            refs.append((key, source.ref))
+    return refs

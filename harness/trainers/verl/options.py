@@ -28,9 +28,10 @@ class VerlData:
 @dataclass
 class VerlOptions:
     dry_run: bool = False  # print the verl command and batch script; launch nothing (`--dry-run`)
-    python: str = "python3"  # the verl environment's python on the nodes (ray and verl next to it)
+    python: Optional[str] = None  # the verl environment's python or venv folder (null: the profile's verl_python)
     strategy: str = "fsdp"  # training engine: fsdp | megatron (megatron for router replay, fp8_e2e)
     local_gpus: int = 8  # GPUs of this machine with launcher=local (Slurm runs use the launcher profile)
+    local_gpu_memory_gb: Optional[float] = None  # launcher=local: one GPU's memory (the memory preflight)
     rollout: str = "vllm"  # rollout engine (actor_rollout_ref.rollout.name)
     rollout_tensor_parallel: int = 1  # vLLM tensor-parallel size (must divide the GPUs per node)
     train_tensor_parallel: int = 1  # megatron only: tensor-model-parallel size of the trainer
@@ -44,7 +45,8 @@ class VerlOptions:
     lora_alpha: int = 32
     router_replay: str = "disabled"  # MoE router replay: disabled | R2 | R3 (megatron, MoE models)
     entropy_coeff: float = 0.0
-    ray_port: int = 6379
+    offload: bool = False  # actor parameters and optimizer states on the CPU between uses (verl's *_offload)
+    ray_port: Optional[int] = None  # first of the job's block of Ray ports (null: derived from the Slurm job id)
     data: VerlData = field(default_factory=VerlData)
     env: Dict[str, str] = field(default_factory=dict)  # exported in the batch script (HF_HOME, NCCL_*)
     extra: List[str] = field(default_factory=list)  # raw main_ppo overrides appended last (escape hatch)

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import ENV_VAR, anchor_overrides, loss_mode
 from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.site import site
 
 PLUGIN_MODULE = "harness.trainers.verl.plugin"
 ADVANTAGES = {"grpo": ("grpo", True), "drgrpo": ("grpo", False), "rloo": ("rloo", True)}
@@ -70,9 +71,29 @@ def harness_root() -> Path:
 
 def job_env(cfg, paths: RunPaths, root: Path) -> Dict[str, str]:
     """Environment of every verl process: exported before Ray starts and set in Ray's runtime env."""
+    options = verl_options(cfg)
     env = {"PYTHONPATH": str(root), ENV_VAR: str(paths.objective), "VERL_FILE_LOGGER_PATH": str(paths.metrics)}
-    env.update({str(k): str(v) for k, v in verl_options(cfg).env.items()})
+    if hub_offline(cfg, options):
+        env.update(OFFLINE_ENV)
+    if layout.precision(cfg, options).train_dtype == "fp8":
+        env.update(FP8_TRAINING_ENV)
+    env.update({str(k): str(v) for k, v in options.env.items()})
     return env
+
+
+# TransformerEngine's block-wise FP8 with fp32 scales, which verl-recipe's FP8 end-to-end run requires on every
+# node (low_precision/README.md, "Required environment variables")
+FP8_TRAINING_ENV = {"NVTE_FP8_BLOCK_SCALING_FP32_SCALES": "1"}
+
+# The hub libraries' own switches: read local files and the cache only, never the network
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def hub_offline(cfg, options) -> bool:
+    """The job runs with the hub offline: the nodes have no network (validation has refused anything
+    unstaged then), or everything it reads is staged or local."""
+    where = site(cfg, options)
+    return where.offline or (where.stage_dir is not None and not layout.hub_refs(cfg, options))
 
 
 def value(v: Any) -> str:
@@ -116,7 +137,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     eval_temperature = float(o.eval_temperature if o.eval_temperature is not None else t.temperature)
     ar = "actor_rollout_ref"
     out: List[tuple] = [
-        (f"{ar}.model.path", cfg.model.path),
+        (f"{ar}.model.path", layout.model_path(cfg, o)),
         (f"{ar}.model.external_lib", PLUGIN_MODULE),
         (f"{ar}.model.use_remove_padding", True),
         (f"{ar}.model.enable_gradient_checkpointing", True),
@@ -146,6 +167,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.actor.data_loader_seed", cfg.seed),
     ]
     out += _engine(o, p, megatron, t.grad_clip)
+    out += _offload(o, megatron)
     out += _lora(o, megatron)
     out += [
         (f"{ar}.rollout.name", o.rollout),
@@ -205,10 +227,22 @@ def _engine(o, p: layout.Precision, megatron: bool, grad_clip: float) -> List[tu
            (f"{ar}.megatron.expert_model_parallel_size", o.expert_parallel),
            (f"{ar}.megatron.dtype", "float16" if p.train_dtype == "fp16" else "bfloat16"),
            (f"{ar}.megatron.router_replay.mode", o.router_replay)]
-    if p.train_dtype == "fp8":
+    if p.train_dtype == "fp8":  # verl-recipe low_precision (FP8 end-to-end, Qwen3-30B-A3B Megatron); conf/precision/fp8_e2e.yaml
         out += [(f"+{ar}.megatron.override_transformer_config.fp8", "e4m3"),
-                (f"+{ar}.megatron.override_transformer_config.fp8_recipe", "blockwise")]
+                (f"+{ar}.megatron.override_transformer_config.fp8_recipe", "blockwise"),
+                (f"+{ar}.optim.override_optimizer_config.fp8_recipe", "blockwise")]
     return out
+
+
+def _offload(o, megatron: bool) -> List[tuple]:
+    """Actor parameters and optimizer states on the CPU between uses (verl's offload switches)."""
+    if not o.offload:
+        return []
+    if megatron:
+        ar = "actor_rollout_ref.actor.megatron"
+        return [(f"{ar}.param_offload", True), (f"{ar}.optimizer_offload", True)]
+    ar = "actor_rollout_ref.actor.fsdp_config"
+    return [(f"{ar}.param_offload", True), (f"{ar}.optimizer_offload", True)]
 
 
 def _lora(o, megatron: bool) -> List[tuple]:

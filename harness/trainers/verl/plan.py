@@ -18,6 +18,7 @@ from harness.trainers.verl.objective import objective_spec
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.overrides import RunPaths, config_name, harness_root, job_env, verl_overrides
 from harness.trainers.verl.presets import PROMPT
+from harness.trainers.verl.site import site
 from harness.trainers.verl.script import batch_script, main_ppo_command, render_command
 
 
@@ -55,10 +56,11 @@ def build_plan(cfg, run_dir: Path, resume_from: Optional[str] = None, root: Opti
     options = verl_options(cfg)
     label = run_label(cfg, paths.run_dir)
     overrides = verl_overrides(cfg, paths, run_name=label, resume_from=resume_from, root=root)
-    command = main_ppo_command(options.python, config_name(cfg), overrides)
+    python = site(cfg, options).python or "python3"  # unnamed on a cluster: refused by validation
+    command = main_ppo_command(python, config_name(cfg), overrides)
     shape = layout.cluster(cfg, options)
     script = batch_script(run_name=label, command=command, env=job_env(cfg, paths, root), shape=shape,
-                          python=options.python, data_spec=paths.data_spec, ray_port=options.ray_port,
+                          python=python, data_spec=paths.data_spec, ray_port=options.ray_port,
                           log_hint=f"Metrics: {paths.metrics}")
     algo = OmegaConf.to_container(cfg.algo, resolve=True)
     return Plan(paths=paths, command=command, script=script, objective=objective_spec(algo),

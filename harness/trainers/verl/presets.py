@@ -34,6 +34,8 @@ class DatasetPreset:
 class ModelExtras:
     num_experts: int = 0  # > 0: a mixture-of-experts model (router replay applies)
     experts_per_token: int = 0
+    params_b: float = 0.0  # total parameters, billions (the memory preflight; 0: unknown, not checked)
+    head_dim: int = 128  # attention head width (KV-cache size)
 
 
 AIME_2024 = Source("hf:HuggingFaceH4/aime_2024@train")
@@ -56,8 +58,14 @@ DATASETS: Dict[str, DatasetPreset] = {
         note="BandPO's training mix: DAPO-Math + MATH levels 3-5 (its AMC 2023 eval set is not included)"),
 }
 
+# Parameter counts and head widths from the models' Hugging Face model cards and config.json (head_dim).
 MODELS: Dict[str, ModelExtras] = {
-    "Qwen3-30B-A3B-Base": ModelExtras(num_experts=128, experts_per_token=8),
+    "Qwen3-1.7B-Base": ModelExtras(params_b=1.7),
+    "Qwen3-4B-Base": ModelExtras(params_b=4.0),
+    "Qwen3-8B-Base": ModelExtras(params_b=8.2),
+    "Qwen3-30B-A3B-Base": ModelExtras(num_experts=128, experts_per_token=8, params_b=30.5),
+    "DeepSeek-R1-Distill-Qwen-1.5B": ModelExtras(params_b=1.78),
+    "Qwen2.5-3B-Instruct": ModelExtras(params_b=3.09),
 }
 
 PROMPT = "{problem}\n\nPlease reason step by step, and put your final answer within \\boxed{{}}."

@@ -18,7 +18,10 @@ from harness.config.validate import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import unsupported_reason
 from harness.trainers.verl.options import ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options
+from harness.trainers.verl.memory import Model, Setup, refusal
 from harness.trainers.verl.presets import model_extras, parse_hub_ref
+from harness.trainers.verl.script import RAY_PORT_BLOCK
+from harness.trainers.verl.site import Site, site
 
 ROLLOUT_ENGINES = ("vllm", "sglang")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -38,6 +41,9 @@ def validate_verl(cfg) -> None:
         layout.precision(cfg, options)
         _check_model(cfg, options)
         _check_data(cfg, options)
+        where = site(cfg, options)
+        _check_site(cfg, options, where)
+        _check_memory(cfg, options, shape, where)
     except ValueError as err:
         raise ConfigError(str(err).splitlines()[0]) from None
     with open_dict(cfg):
@@ -62,7 +68,10 @@ def _check_options(o: VerlOptions) -> None:
     _need(o.eval_temperature is None or o.eval_temperature >= 0, f"{v}.eval_temperature", o.eval_temperature,
           "null (trainer.temperature) or >= 0")
     _need(o.entropy_coeff >= 0, f"{v}.entropy_coeff", o.entropy_coeff, "must be >= 0")
-    _need(1 <= o.ray_port <= 65535, f"{v}.ray_port", o.ray_port, "a TCP port")
+    _need(o.ray_port is None or 1024 <= o.ray_port <= 65535 - RAY_PORT_BLOCK, f"{v}.ray_port", o.ray_port,
+          f"null (derived from the Slurm job id) or the first of {RAY_PORT_BLOCK} free ports, 1024 to {65535 - RAY_PORT_BLOCK}")
+    _need(o.local_gpu_memory_gb is None or o.local_gpu_memory_gb > 0, f"{v}.local_gpu_memory_gb",
+          o.local_gpu_memory_gb, "null (unknown) or GB > 0")
     _need(o.data.max_train_samples is None or o.data.max_train_samples >= 1, f"{v}.data.max_train_samples",
           o.data.max_train_samples, "null (all) or >= 1")
     if o.strategy != "megatron":
@@ -93,7 +102,7 @@ def _check_objective(cfg, options: VerlOptions) -> None:
 
 def _check_model(cfg, options: VerlOptions) -> None:
     m = cfg.model
-    path = m.path
+    path = layout.model_path(cfg, options)
     if not path:
         raise ValueError(f"model.path={path!r} is not allowed with trainer=verl: give a Hugging Face checkpoint "
                          f"(a local folder or a hub id such as Qwen/Qwen3-8B-Base)")
@@ -134,3 +143,37 @@ def _check_data(cfg, options: VerlOptions) -> None:
     for name in evals:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
             raise ValueError(f"trainer.verl.data.eval: name {name!r} is not allowed: letters, digits, _ . -")
+
+
+def _check_site(cfg, options: VerlOptions, where: Site) -> None:
+    """A cluster run names its verl environment; an offline cluster has every model and data file staged."""
+    if where.cluster and not where.python:
+        raise ValueError(f"trainer.verl.python=None is not allowed on a cluster: name the verl environment of the nodes "
+                         f"(verl_python: <venv or python> in the {where.name}, or $HARNESS_VERL_PYTHON)")
+    if where.offline:
+        missing = layout.hub_refs(cfg, options)
+        if missing:
+            key, ref = missing[0]
+            folder = f"stage_dir {where.stage_dir}" if where.stage_dir else "no stage_dir"
+            raise ValueError(f"{key}: {ref!r} is neither staged nor reachable: the {where.name} is offline and has "
+                             f"{folder}; run `python -m harness stage <the same overrides>` on a machine with network")
+
+
+def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site) -> None:
+    extras = model_extras(cfg.model.name)
+    if where.gpu_memory_gb is None or extras.params_b <= 0:
+        return
+    m = cfg.model
+    precision = layout.precision(cfg, options)
+    rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 4 if precision.rollout_dtype == "float32" else 2
+    megatron = options.strategy == "megatron"
+    model_parallel = options.train_tensor_parallel * (options.expert_parallel if extras.num_experts else 1) \
+        if megatron else 1
+    model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads)
+    setup = Setup(gpu_gb=float(where.gpu_memory_gb), gpus_per_node=shape.gpus_per_node, gpus=shape.gpus,
+                  utilization=options.gpu_memory_utilization, rollout_tp=options.rollout_tensor_parallel,
+                  rollout_bytes=rollout_bytes, sequence=options.max_prompt_length + cfg.trainer.max_new_tokens,
+                  megatron=megatron, train_model_parallel=model_parallel, offload=options.offload)
+    problem = refusal(model, setup, where.name)
+    if problem:
+        raise ValueError(problem)

@@ -1,0 +1,105 @@
+"""The memory preflight of a verl run (torch-free arithmetic): does the model fit one GPU of the profile?
+
+verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets, per GPU, in GB (1e9 bytes):
+
+1. rollout: vLLM gets `gpu_memory_utilization` x the GPU. It needs the weights (2 bytes per parameter,
+   1 with FP8 rollout) split over the rollout tensor-parallel size, and a KV cache that holds at least one
+   sequence of the full length (vLLM refuses to start otherwise): 2 (K, V) x layers x KV heads on this GPU
+   (KV heads / TP, at least 1) x head width x 2 bytes per token.
+2. beside the rollout: what the trainer keeps on the GPU while vLLM holds its share (no offload):
+   FSDP (fp32 parameters, fully sharded): parameters + Adam moments, 12 bytes per parameter / GPUs.
+   Megatron (distributed optimizer): bf16 parameters + fp32 gradient buffers, 6 bytes per parameter / model
+   parallel (tensor x expert parallel), + fp32 master weights and Adam moments, 12 bytes / GPUs.
+   With `trainer.verl.offload` these live on the CPU between uses.
+3. training: the same states (FSDP: + fp32 gradients, 16 bytes / GPUs) with vLLM asleep, against the GPU.
+   With FSDP offload, parameters and optimizer states stream from the CPU (not counted).
+
+Activations and CUDA graphs are not counted: a refusal means the run cannot fit; passing is necessary,
+not sufficient. The refusal names the setting that would fit (a rollout tensor-parallel size, offload).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    params_b: float
+    layers: int
+    kv_heads: int
+    head_dim: int
+    heads: int
+
+
+@dataclass(frozen=True)
+class Setup:
+    gpu_gb: float
+    gpus_per_node: int
+    gpus: int
+    utilization: float
+    rollout_tp: int
+    rollout_bytes: int  # per weight: 2 (bf16/fp16), 1 (fp8), 4 (fp32)
+    sequence: int  # prompt + response tokens
+    megatron: bool
+    train_model_parallel: int  # megatron: tensor x expert parallel (1 for FSDP)
+    offload: bool
+
+
+def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
+    tp = tp or s.rollout_tp
+    weights = m.params_b * 1e9 * s.rollout_bytes / tp
+    kv_per_token = 2 * m.layers * max(1.0, m.kv_heads / tp) * m.head_dim * 2
+    return (weights + kv_per_token * s.sequence) / GB
+
+
+def resident_gb(m: Model, s: Setup) -> float:
+    """Trainer states on the GPU during the rollout (0 with offload)."""
+    if s.offload:
+        return 0.0
+    p = m.params_b * 1e9
+    if s.megatron:
+        return (6 * p / s.train_model_parallel + 12 * p / s.gpus) / GB
+    return 12 * p / s.gpus / GB
+
+
+def training_gb(m: Model, s: Setup) -> float:
+    p = m.params_b * 1e9
+    if s.megatron:
+        return (6 * p / s.train_model_parallel + 12 * p / s.gpus) / GB
+    return 0.0 if s.offload else 16 * p / s.gpus / GB
+
+
+def tp_candidates(m: Model, s: Setup) -> List[int]:
+    """Rollout tensor-parallel sizes validation accepts: divide the GPUs per node and the heads."""
+    return [tp for tp in range(1, s.gpus_per_node + 1) if s.gpus_per_node % tp == 0 and m.heads % tp == 0
+            and (m.kv_heads % tp == 0 if tp <= m.kv_heads else tp % m.kv_heads == 0)]
+
+
+def refusal(m: Model, s: Setup, where: str) -> Optional[str]:
+    """One line saying why the run cannot fit and what would, or None."""
+    budget = s.utilization * s.gpu_gb
+    need = rollout_gb(m, s)
+    if need > budget:
+        fits = [tp for tp in tp_candidates(m, s) if rollout_gb(m, s, tp) <= budget]
+        hint = (f"trainer.verl.rollout_tensor_parallel={fits[0]} fits ({rollout_gb(m, s, fits[0]):.1f} GB)" if fits else
+                f"no rollout tensor-parallel size up to {s.gpus_per_node} fits; use precision=fp8_rollout, a higher "
+                f"trainer.verl.gpu_memory_utilization or larger GPUs")
+        return (f"trainer.verl.rollout_tensor_parallel={s.rollout_tp} does not fit model={m.name}: vLLM needs "
+                f"{need:.1f} GB per GPU (weights / TP + KV of one {s.sequence}-token sequence) of its "
+                f"{budget:.1f} GB (gpu_memory_utilization={s.utilization} x {s.gpu_gb:g} GB, {where}); {hint}")
+    beside = resident_gb(m, s)
+    if beside + budget > s.gpu_gb:
+        return (f"trainer.verl.offload=false does not fit model={m.name}: the trainer keeps {beside:.1f} GB per GPU "
+                f"beside vLLM's {budget:.1f} GB of {s.gpu_gb:g} GB ({s.gpus} GPUs, {where}); trainer.verl.offload=true "
+                f"fits (or a lower trainer.verl.gpu_memory_utilization, more GPUs)")
+    train = training_gb(m, s)
+    if train > s.gpu_gb:
+        hint = ("a larger trainer.verl.train_tensor_parallel / expert_parallel or more GPUs" if s.megatron else
+                "trainer.verl.offload=true fits" if not s.offload else "more GPUs")
+        return (f"model={m.name} does not fit training on {s.gpus} GPUs: {train:.1f} GB of model states per GPU of "
+                f"{s.gpu_gb:g} GB ({where}); {hint}")
+    return None
