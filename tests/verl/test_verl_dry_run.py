@@ -35,4 +35,5 @@ def test_cli_dry_run_prints_command_and_script(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "# verl command" in proc.stdout and "verl.trainer.main_ppo --config-name=ppo_trainer" in proc.stdout
     assert "actor_rollout_ref.actor.policy_loss.loss_mode=harness_drpo" in proc.stdout
-    assert "start --head --node-ip-address" in proc.stdout
+    assert "--head --node-ip-address" in proc.stdout and '"${RAY[@]}" start "${RAY_HEAD[@]}"' in proc.stdout
+    assert '"$VERL_PYTHON" -m verl.trainer.main_ppo' in proc.stdout and "ray stop" not in proc.stdout

@@ -122,8 +122,10 @@ def precision(cfg, options: VerlOptions) -> Precision:
     return p
 
 
-def data_sources(cfg, options: VerlOptions) -> Tuple[List[Source], Dict[str, List[Source]], Optional[int]]:
-    """(train sources, eval set -> sources, max train samples): the preset's unless trainer.verl.data gives them."""
+def data_sources(cfg, options: VerlOptions, staged: bool = True
+                 ) -> Tuple[List[Source], Dict[str, List[Source]], Optional[int]]:
+    """(train sources, eval set -> sources, max train samples): the preset's unless trainer.verl.data gives them;
+    `staged`: each read from its staged copy where there is one (harness stage)."""
     d = options.data
     preset: Optional[DatasetPreset] = None
     if d.train is None or d.eval is None:
@@ -135,7 +137,7 @@ def data_sources(cfg, options: VerlOptions) -> Tuple[List[Source], Dict[str, Lis
     limit = d.max_train_samples if d.max_train_samples is not None else (preset.max_train_samples if preset else None)
     if not train:
         raise ValueError("trainer.verl.data.train=[] is not allowed: give at least one training source")
-    stage_dir = site(cfg, options).stage_dir
+    stage_dir = site(cfg, options).stage_dir if staged else None
     if stage_dir is not None:  # read the staged copies where `harness stage` made them
         train = [staged_source(stage_dir, s) or s for s in train]
         evals = {name: [staged_source(stage_dir, s) or s for s in srcs] for name, srcs in evals.items()}

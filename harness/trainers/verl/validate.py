@@ -133,7 +133,10 @@ def _check_data(cfg, options: VerlOptions) -> None:
     named = [("trainer.verl.data.train", s) for s in train]
     named += [(f"trainer.verl.data.eval.{name}", s) for name, srcs in evals.items() for s in srcs]
     for key, source in named:
-        if parse_hub_ref(source.ref) is not None:
+        hub = parse_hub_ref(source.ref)
+        if hub is not None:
+            if hub[0].startswith("/") and not Path(hub[0]).is_dir():  # a staged snapshot (harness stage)
+                raise ValueError(f"{key}: the staged copy {hub[0]!r} does not exist (dataset={cfg.dataset.name})")
             continue
         path = Path(os.path.expanduser(source.ref))
         if not path.is_file():
