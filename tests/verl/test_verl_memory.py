@@ -1,0 +1,91 @@
+"""The memory preflight: its arithmetic, and what it refuses before submission."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config.compose import compose
+from harness.config.validate import ConfigError, validate
+from harness.trainers.verl.memory import Model, Setup, refusal, resident_gb, rollout_gb, tp_candidates, training_gb
+
+REPO = Path(__file__).resolve().parents[2]
+QWEN3_30B = Model("Qwen3-30B-A3B-Base", params_b=30.5, layers=48, kv_heads=4, head_dim=128, heads=32)
+QWEN3_8B = Model("Qwen3-8B-Base", params_b=8.2, layers=36, kv_heads=8, head_dim=128, heads=32)
+
+
+def setup(**changes) -> Setup:
+    base = dict(gpu_gb=80.0, gpus_per_node=8, gpus=16, utilization=0.6, rollout_tp=1, rollout_bytes=2,
+                sequence=10240, megatron=True, train_model_parallel=8, offload=True)
+    return Setup(**{**base, **changes})
+
+
+def test_rollout_is_weights_over_tp_plus_one_full_sequence_of_kv():
+    # 30.5e9 x 2 bytes = 61.0 GB; KV: 2 x 48 layers x 4 heads x 128 x 2 bytes = 98,304 bytes per token
+    assert rollout_gb(QWEN3_30B, setup()) == pytest.approx((61.0e9 + 98304 * 10240) / 1e9)
+    # TP 2 halves the weights and the KV heads on each GPU
+    assert rollout_gb(QWEN3_30B, setup(), tp=2) == pytest.approx((30.5e9 + 49152 * 10240) / 1e9)
+    # past the KV heads, each GPU still holds one
+    assert rollout_gb(QWEN3_30B, setup(), tp=8) == pytest.approx((61.0e9 / 8 + 2 * 48 * 1 * 128 * 2 * 10240) / 1e9)
+    assert rollout_gb(QWEN3_30B, setup(rollout_bytes=1)) == pytest.approx((30.5e9 + 98304 * 10240) / 1e9)
+
+
+def test_trainer_states():
+    fsdp = setup(megatron=False, train_model_parallel=1, offload=False, gpus=8)
+    assert resident_gb(QWEN3_8B, fsdp) == pytest.approx(12 * 8.2 / 8)
+    assert training_gb(QWEN3_8B, fsdp) == pytest.approx(16 * 8.2 / 8)
+    assert resident_gb(QWEN3_8B, setup(megatron=False, offload=True)) == 0.0
+    megatron = setup(offload=False)
+    assert resident_gb(QWEN3_30B, megatron) == pytest.approx(6 * 30.5 / 8 + 12 * 30.5 / 16)
+
+
+def test_tp_candidates_divide_gpus_and_heads():
+    assert tp_candidates(QWEN3_30B, setup()) == [1, 2, 4, 8]
+    assert tp_candidates(Model("m", 1.0, 2, 2, 64, 12), setup(gpus_per_node=8)) == [1, 2, 4]
+
+
+def test_the_issue_case_is_refused_naming_a_tp_that_fits():
+    line = refusal(QWEN3_30B, setup(), "launcher profile 'gpu_node'")
+    assert line.startswith("trainer.verl.rollout_tensor_parallel=1 does not fit model=Qwen3-30B-A3B-Base: vLLM needs "
+                           "62.0 GB per GPU")
+    assert "of its 48.0 GB (gpu_memory_utilization=0.6 x 80 GB, launcher profile 'gpu_node')" in line
+    assert line.endswith("trainer.verl.rollout_tensor_parallel=2 fits (31.0 GB)")
+    assert refusal(QWEN3_30B, setup(rollout_tp=2), "x") is None
+    assert refusal(QWEN3_30B, setup(rollout_bytes=1), "x") is None  # FP8 rollout fits at TP 1
+
+
+def test_nothing_fits_says_so():
+    line = refusal(QWEN3_30B, setup(gpu_gb=24.0, gpus_per_node=1, gpus=1), "x")
+    assert "no rollout tensor-parallel size up to 1 fits; use precision=fp8_rollout" in line
+
+
+def test_trainer_beside_vllm_names_offload():
+    line = refusal(QWEN3_30B, setup(rollout_tp=2, offload=False), "x")
+    assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-30B-A3B-Base: the trainer keeps 45.8 GB")
+    assert "trainer.verl.offload=true fits" in line
+    line = refusal(QWEN3_8B, setup(megatron=False, train_model_parallel=1, offload=False, gpus=1, gpus_per_node=1), "x")
+    assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-8B-Base")
+
+
+GPU_NODE_2X8 = ["launcher=slurm", "launcher.profile=gpu_node", "launcher.nodes=2", "launcher.gpus_per_node=8",
+                "launcher.use_srun=false"]
+
+
+def test_preflight_refuses_a_preset_that_cannot_fit():
+    with pytest.raises(ConfigError, match=r"^trainer.verl.rollout_tensor_parallel=1 does not fit model=Qwen3-30B-A3B-"
+                                          r"Base: .* trainer.verl.rollout_tensor_parallel=2 fits"):
+        validate(compose(["experiment=drpo_qwen3_30b_a3b", "trainer.verl.rollout_tensor_parallel=1", *GPU_NODE_2X8]))
+
+
+def test_cli_refusal_is_one_line(run_harness):
+    proc = run_harness("experiment=dppo_moe_qwen3_30b", "delta=0.2", "trainer.verl.offload=false", *GPU_NODE_2X8,
+                       "--dry-run")
+    assert proc.returncode == 2 and proc.stdout == ""
+    line, = proc.stderr.strip().splitlines()
+    assert "trainer.verl.offload=false does not fit model=Qwen3-30B-A3B-Base" in line
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")
+                                               if "trainer: verl" in p.read_text()))
+def test_every_verl_preset_fits_two_80gb_nodes(experiment):
+    validate(compose([f"experiment={experiment}", "delta=0.2", *GPU_NODE_2X8]))
