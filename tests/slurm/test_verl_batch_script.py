@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.trainers.verl.layout import Cluster
-from harness.trainers.verl.script import batch_script, main_ppo_command
+from harness.trainers.verl.script import (RAY_PORT_BLOCK, RAY_PORT_FIRST, RAY_PORT_SLOTS, batch_script,
+                                         main_ppo_command)
 
 pytestmark = pytest.mark.slurm
 
@@ -122,6 +124,10 @@ def test_two_verl_jobs_on_one_node_do_not_stop_each_other(slurm_cluster, tmp_pat
     long_result = json.loads((folder / "long.json").read_text())
     # two clusters, each on its own port, each driven by the configured verl interpreter
     assert short_result["address"] != long_result["address"]
+    for name, result in (("short", short_result), ("long", long_result)):  # IPv4 head, port block from the job id
+        host, port = result["address"].rsplit(":", 1)
+        assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", host), result["address"]
+        assert int(port) == RAY_PORT_FIRST + RAY_PORT_BLOCK * (int(jobs[name]) % RAY_PORT_SLOTS)
     assert short_result["python"] == long_result["python"] == str(python)
     # Ray got the allocation's CPUs (-c 1), not the node's 2
     assert short_result["first"]["cpus"] == 1.0 and long_result["first"]["gpus"] == 1.0
