@@ -6,8 +6,11 @@
   overrides.py   spec -> main_ppo overrides (pure)         script.py    the Ray + main_ppo batch script
   plan.py        command + script + spec files             trainer.py   VerlTrainer: run, bridge metrics
   metrics.py     verl metrics -> harness namespaces        dry_run.py   --dry-run printing
+  site.py        verl env, stage folder, offline, GPU memory  memory.py  the memory preflight's arithmetic
+  staging.py     the stage folder's manifest               stage.py     `harness stage` (fetch once, share)
+  environment.py the verl environment probe at submission
   prepare_data.py, verifier.py, reward.py: data in verl's format and the rule-based math reward.
 
-Nothing here is imported by composing a config except options/presets/layout/validate (torch-free);
-plugin.py needs torch and verl and is only imported inside verl's processes.
+Nothing here is imported by composing a config except options/presets/layout/site/staging/memory/script/
+validate (torch-free); plugin.py needs torch and verl and is only imported inside verl's processes.
 """
