@@ -10,21 +10,47 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
-USAGE = """usage: python -m harness [run|multirun] [overrides ...]   one run / a sweep (Hydra overrides)
-       python -m harness <tool> [args ...]                      tools: {tools}
-Hydra's flags work as usual: --cfg job, --info, -m, --help."""
-
-# Tools beside run/multirun: name -> "module:function", the function taking argv and returning an exit
-# code. Imported only when called, so composing a run stays fast.
+# Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
+# and returning an exit code. Imported only when called, so composing a run stays fast.
 TOOLS = {
-    "algos": "harness.cli:print_algos",
-    "report": "harness.reports.cli:main",
-    "sweep": "harness.sweeps.command:main",
-    "findings": "harness.sweeps.findings:main",
-    "server": "harness.tracking.server:main",
-    "status": "harness.tracking.status:main",
-    "repair": "harness.tracking.status:repair_main",
-    "sync": "harness.tracking.sync:main",
+    "sweep": ("harness.sweeps.command:main", "run a named sweep from sweeps/ (no name: list them)"),
+    "report": ("harness.reports.cli:main", "build a sweep's reports (HTML + Markdown) from MLflow"),
+    "findings": ("harness.sweeps.findings:main", "run the paper-claim sweeps and write reports/FINDINGS.md"),
+    "status": ("harness.tracking.status:main", "where the runs of an experiment or sweep stand"),
+    "repair": ("harness.tracking.status:repair_main", "mark runs whose process died (no heartbeat) KILLED"),
+    "sync": ("harness.tracking.sync:main", "upload tracking records spooled while the store was away"),
+    "server": ("harness.tracking.server:main", "start an MLflow tracking server for many writers"),
+    "algos": ("harness.cli:print_algos", "the objective library: families, parameters, defaults"),
+}
+
+HELP = """usage: python -m harness [run|multirun] [overrides ...]     one run / a sweep of runs
+       python -m harness <command> [args ...]             a tool (<command> --help explains its arguments)
+
+commands:
+  run          one run of the spec composed from conf/ and the overrides (the default command)
+  multirun     a sweep: every combination of comma-separated values (also: -m)
+{tools}
+  help         this page (help <command>: that command's arguments)
+
+examples:
+  python -m harness debug=quick                                  # one tiny run, end to end
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2   # 6 runs, then their reports
+  python -m harness report multirun/<date>/<time> --kind sensitivity
+
+overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
+flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
+       --dry-run (verl plans), --hydra-help (Hydra's own help)
+read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
+
+# What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
+TOOL_NOTICES = {
+    "report": "reading the sweep (loading mlflow)…",
+    "findings": "composing the claim sweeps…",
+    "status": "reading the tracking store (loading mlflow)…",
+    "repair": "reading the tracking store (loading mlflow)…",
+    "sync": "reading the spooled records (loading mlflow)…",
+    "server": "preparing the store (loading mlflow)…",
+    "algos": "loading the objective library (torch)…",
 }
 
 EXIT_BAD_INPUT = 2
@@ -39,10 +65,31 @@ def print_algos(argv: List[str]) -> int:
     return 0
 
 
+def help_text() -> str:
+    return HELP.format(tools="\n".join(f"  {name:12s} {line}" for name, (_, line) in TOOLS.items()))
+
+
+def print_help(argv: List[str]) -> int:
+    """`python -m harness help [command]`: the short help page, or that command's own --help."""
+    if argv and argv[0] in TOOLS:
+        return _run_tool(argv[0], ["--help"])
+    print(help_text())
+    return 0
+
+
+def notice(message: str) -> None:
+    """One line on stderr saying what is being prepared, before the slow part (imports, composition)."""
+    sys.stderr.write(f"harness: {message}\n")
+    sys.stderr.flush()
+
+
 def _run_tool(name: str, argv: List[str]) -> int:
     import importlib
 
-    module, function = TOOLS[name].split(":")
+    if name in TOOL_NOTICES and not any(a in ("-h", "--help", "--list") for a in argv):
+        notice(f"{name}: {TOOL_NOTICES[name]}")
+
+    module, function = TOOLS[name][0].split(":")
     return int(getattr(importlib.import_module(module), function)(argv) or 0)
 
 
@@ -73,15 +120,20 @@ def run_cli(argv: List[str]) -> int:
     multirun = False
     if argv and argv[0] in TOOLS:
         return _run_tool(argv[0], argv[1:])
+    if argv and argv[0] == "help":
+        return print_help(argv[1:])
     if argv and argv[0] in ("run", "multirun"):
         multirun = argv[0] == "multirun"
         argv = argv[1:]
+    if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
+        return print_help([])
     argv, flags = _harness_flags(argv)
-    if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
-        print(USAGE.format(tools=", ".join(sorted(TOOLS))) + "\n")
     args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
+    launches = not only_informs and args.cfg is None and args.info is None
+    if launches:
+        notice("composing the sweep's jobs…" if multirun else "composing the run…")
     if not only_informs:
         from harness.config.compose import preflight_composed
         from harness.config.validate import ConfigError
@@ -112,6 +164,10 @@ def run_cli(argv: List[str]) -> int:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
     from harness import job
+
+    if launches:
+        notice(f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
+               f"starting run {job.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
 
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     job.RESULTS.clear()

@@ -18,6 +18,7 @@ from typing import List, Optional
 from omegaconf import DictConfig
 
 log = logging.getLogger("harness")
+run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
 
 
 @dataclass
@@ -90,6 +91,8 @@ def run_job(cfg: DictConfig) -> JobResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "job.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                    "started": time.time(), "name": name}))
+    run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
+                 spec.precision.name, spec.seed, run_dir)
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
     # the run id is read once the run is closed: the tracking sidecar may still be opening it meanwhile
@@ -118,6 +121,7 @@ def run_job(cfg: DictConfig) -> JobResult:
                                                                if result.run_id else ""), flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
     RESULTS.append(result)
     return result
 

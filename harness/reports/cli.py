@@ -13,8 +13,14 @@ EXIT_BAD_INPUT, EXIT_REPORT_FAILED = 2, 1
 def _parser(kinds: List[str]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m harness report",
-        description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to "
-                    "<sweep folder>/reports/<kind>/ and are logged to the sweep's parent run, if any.")
+        description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to\n"
+                    "<sweep folder>/reports/<kind>/ (index: <sweep folder>/reports/index.html) and are logged to\n"
+                    "the sweep's parent run, if any. A sweep builds its reports when it ends; run this to rebuild\n"
+                    "them or to build one kind: the other reports already there are kept.",
+        epilog="examples:\n  python -m harness report multirun/2026-11-29/10-00-00-000000\n"
+               "  python -m harness report multirun/2026-11-29/10-00-00-000000 --kind sensitivity --out /tmp/sens\n"
+               "  python -m harness report --list",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", nargs="?", help="a sweep folder (multirun/<date>/<time>), a sweep id "
                    "(<date>/<time>) or an MLflow (parent) run id")
     p.add_argument("--kind", action="append", default=None, metavar="KIND",
