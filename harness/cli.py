@@ -7,6 +7,7 @@ modules (torch, mlflow) are only imported by the job itself. Compositions are ca
 (`harness.config.compose_cache`), so a repeated `--cfg job` does not even import Hydra."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import List, Optional
 
@@ -44,7 +45,8 @@ read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the ob
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
 TOOL_NOTICES = {
-    "report": "reading the sweep (loading mlflow)…",
+    "report": "loading the report kinds and mlflow…",
+    "sweep": "composing the sweep's jobs…",
     "findings": "composing the claim sweeps…",
     "status": "reading the tracking store (loading mlflow)…",
     "repair": "reading the tracking store (loading mlflow)…",
@@ -86,7 +88,8 @@ def notice(message: str) -> None:
 def _run_tool(name: str, argv: List[str]) -> int:
     import importlib
 
-    if name in TOOL_NOTICES and not any(a in ("-h", "--help", "--list") for a in argv):
+    listing = name == "sweep" and (not argv or argv[0].startswith("-"))  # a quick listing of the named sweeps
+    if name in TOOL_NOTICES and not listing and not any(a in ("-h", "--help") for a in argv):
         notice(f"{name}: {TOOL_NOTICES[name]}")
 
     module, function = TOOLS[name][0].split(":")
@@ -174,6 +177,11 @@ def run_cli(argv: List[str]) -> int:
     _run_hydra(hydra_argv)
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
+        sweep_dir = job.sweep_folder(job.RESULTS)
+        if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
+            print(job.sweep_where(sweep_dir))
+    elif job.RESULTS and job.RESULTS[-1].status != "SUBMITTED":
+        print(job.run_where(job.RESULTS[-1]))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
 
 

@@ -106,3 +106,6 @@ def _build_reports(sweep_dir: Path, kinds: List[str]) -> None:
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)
+    from harness.job import sweep_where
+
+    print(sweep_where(sweep_dir))
