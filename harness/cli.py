@@ -61,6 +61,13 @@ EXIT_RUN_FAILED = 1
 
 def print_algos(argv: List[str]) -> int:
     """python -m harness algos: every objective, its family, parameters, geometry and source."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m harness algos",
+        description="Print the objective library: every objective (algo=<name>) with its family, parameters "
+                    "and defaults, trust-region geometry and the paper section it follows. "
+                    "docs/algorithms.md explains the formulas and what each threshold means.").parse_args(argv)
     from harness.algorithms import objectives_table
 
     print(objectives_table())
