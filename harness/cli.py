@@ -138,12 +138,12 @@ def run_cli(argv: List[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
     argv, flags = _harness_flags(argv)
+    launches = not any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
+    if launches:  # said before Hydra's argument parser is even imported
+        notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
     args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
-    launches = not only_informs and args.cfg is None and args.info is None
-    if launches:
-        notice("composing the sweep's jobs…" if multirun else "composing the run…")
     if not only_informs:
         from harness.config.compose import preflight_composed
         from harness.config.validate import ConfigError
@@ -215,6 +215,9 @@ def _prints_job_config_only(args) -> bool:
             and args.config_path is None and args.config_name is None and args.config_dir is None
             and not args.experimental_rerun and not args.run)
 
+
+# Hydra flags that print something and run nothing.
+INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
 HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true"}
