@@ -87,9 +87,11 @@ def print_help(argv: List[str]) -> int:
 
 
 def notice(message: str) -> None:
-    """One line on stderr saying what is being prepared, before the slow part (imports, composition)."""
-    sys.stderr.write(f"harness: {message}\n")
-    sys.stderr.flush()
+    """One line on stderr saying what is being prepared, before the slow part (imports, composition); only on a
+    terminal, like the progress bars (a log file or a caller reading stderr gets the output alone)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"harness: {message}\n")
+        sys.stderr.flush()
 
 
 def _run_tool(name: str, argv: List[str]) -> int:
