@@ -15,7 +15,7 @@ from typing import List, Optional
 # and returning an exit code. Imported only when called, so composing a run stays fast.
 TOOLS = {
     "sweep": ("harness.sweeps.command:main", "run a named sweep from sweeps/ (no name: list them)"),
-    "report": ("harness.reports.cli:main", "build a sweep's reports (HTML + Markdown) from MLflow"),
+    "report": ("harness.reports.cli:main", "build a sweep's reports from MLflow (no sweep: list the sweeps here)"),
     "findings": ("harness.sweeps.findings:main", "run the paper-claim sweeps and write reports/FINDINGS.md"),
     "status": ("harness.tracking.status:main", "where the runs of an experiment or sweep stand"),
     "repair": ("harness.tracking.status:repair_main", "mark runs whose process died (no heartbeat) KILLED"),

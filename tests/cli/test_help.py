@@ -59,3 +59,5 @@ def test_sweep_without_a_name_lists_the_named_sweeps_and_succeeds(run_harness):
 def test_report_list_succeeds(run_harness):
     proc = run_harness("report", "--list")
     assert proc.returncode == 0 and "sensitivity" in proc.stdout
+    nothing_yet = run_harness("report")  # no target: the sweeps under the output root
+    assert nothing_yet.returncode == 0 and "no sweeps under" in nothing_yet.stdout

@@ -31,6 +31,9 @@ def test_partial_rebuild_keeps_every_report(run_harness, tmp_path):
     assert last[2].startswith(f"  mlflow: run {info['run_id']} in {info['tracking_uri']}")
     assert f"#/experiments/{info['experiment_id']}/runs/{info['run_id']}" in last[2]
 
+    listed = run_harness("report", check=True).stdout  # no target: the sweeps and where their reports are
+    assert f"reports: {(sweep_dir / 'reports' / 'index.html').relative_to(run_harness.root)}" in listed
+
     client = MlflowClient(info["tracking_uri"])
     built = linked((sweep_dir / "reports" / "index.html").read_text())
     assert {"overview", "geometry"} <= built and "sensitivity" not in built
