@@ -178,7 +178,9 @@ def run_cli(argv: List[str]) -> int:
     from harness import job
 
     if launches:
-        notice(f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
+        study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one
+        notice("starting the Optuna study (loading torch, mlflow, optuna)…" if study else
+               f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
                f"starting run {job.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
 
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
