@@ -50,3 +50,19 @@ def test_partial_rebuild_keeps_every_report(run_harness, tmp_path):
     run_harness("report", str(sweep_dir), "--kind", "overview", check=True)
     assert linked((sweep_dir / "reports" / "index.html").read_text()) == built
     assert parent_index(client, info["run_id"]) == (built | {"sensitivity"},) * 2
+
+
+def test_a_named_sweep_ends_with_its_reports_and_parent_run(run_harness, tmp_path):
+    folder = tmp_path / "sweeps"
+    folder.mkdir()
+    (folder / "tiny.yaml").write_text("hypothesis: two grids, one folder\nreports: [overview]\n"
+                                      "overrides: [debug=quick, trainer.steps=2]\ngrids:\n  - {algo: [dppo]}\n"
+                                      "  - {algo: [drpo]}\n")
+    proc = run_harness("sweep", "tiny", env={"HARNESS_SWEEPS": str(folder)}, check=True)
+    (sweep_dir,) = (run_harness.root / "multirun" / "tiny").iterdir()
+    info = json.loads((sweep_dir / "parent_run.json").read_text())
+    assert proc.stdout.strip().splitlines()[-3:] == [
+        f"  folder: {sweep_dir}", f"  reports: {sweep_dir / 'reports' / 'index.html'}",
+        f"  mlflow: run {info['run_id']} in {info['tracking_uri']} (UI: python -m harness server --backend-store-uri "
+        f"{info['tracking_uri']}, then http://127.0.0.1:5000/#/experiments/{info['experiment_id']}/runs/{info['run_id']})"]
+    assert proc.stdout.count("  reports: /") == 1, "each grid's multirun must not say it before the reports exist"
