@@ -7,25 +7,54 @@ modules (torch, mlflow) are only imported by the job itself. Compositions are ca
 (`harness.config.compose_cache`), so a repeated `--cfg job` does not even import Hydra."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import List, Optional
 
-USAGE = """usage: python -m harness [run|multirun] [overrides ...]   one run / a sweep (Hydra overrides)
-       python -m harness <tool> [args ...]                      tools: {tools}
-Hydra's flags work as usual: --cfg job, --info, -m, --help."""
-
-# Tools beside run/multirun: name -> "module:function", the function taking argv and returning an exit
-# code. Imported only when called, so composing a run stays fast.
+# Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
+# and returning an exit code. Imported only when called, so composing a run stays fast.
 TOOLS = {
-    "algos": "harness.cli:print_algos",
-    "report": "harness.reports.cli:main",
-    "sweep": "harness.sweeps.command:main",
-    "findings": "harness.sweeps.findings:main",
-    "server": "harness.tracking.server:main",
-    "status": "harness.tracking.status:main",
-    "repair": "harness.tracking.status:repair_main",
-    "sync": "harness.tracking.sync:main",
-    "stage": "harness.trainers.verl.stage:main",
+    "sweep": ("harness.sweeps.command:main", "run a named sweep from sweeps/ (no name: list them)"),
+    "report": ("harness.reports.cli:main", "build a sweep's reports from MLflow (no sweep: list the sweeps here)"),
+    "findings": ("harness.sweeps.findings:main", "run the paper-claim sweeps and write reports/FINDINGS.md"),
+    "status": ("harness.tracking.status:main", "where the runs of an experiment or sweep stand"),
+    "repair": ("harness.tracking.status:repair_main", "mark runs whose process died (no heartbeat) KILLED"),
+    "sync": ("harness.tracking.sync:main", "upload tracking records spooled while the store was away"),
+    "server": ("harness.tracking.server:main", "start an MLflow tracking server for many writers"),
+    "algos": ("harness.cli:print_algos", "the objective library: families, parameters, defaults"),
+    "stage": ("harness.trainers.verl.stage:main", "fetch a verl run's model and datasets once into a shared folder"),
+}
+
+HELP = """usage: python -m harness [run|multirun] [overrides ...]     one run / a sweep of runs
+       python -m harness <command> [args ...]             a tool (<command> --help explains its arguments)
+
+commands:
+  run          one run of the spec composed from conf/ and the overrides (the default command)
+  multirun     a sweep: every combination of comma-separated values (also: -m)
+{tools}
+  help         this page (help <command>: that command's arguments)
+
+examples:
+  python -m harness debug=quick                                  # one tiny run, end to end
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2   # 6 runs, then their reports
+  python -m harness report multirun/<date>/<time> --kind sensitivity
+
+overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
+flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
+       --dry-run (verl plans), --hydra-help (Hydra's own help)
+read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
+
+# What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
+TOOL_NOTICES = {
+    "report": "loading the report kinds and mlflow…",
+    "sweep": "composing the sweep's jobs…",
+    "findings": "composing the claim sweeps…",
+    "status": "reading the tracking store (loading mlflow)…",
+    "repair": "reading the tracking store (loading mlflow)…",
+    "sync": "reading the spooled records (loading mlflow)…",
+    "server": "preparing the store (loading mlflow)…",
+    "algos": "loading the objective library (torch)…",
+    "stage": "reading the spec and the staging folder…",
 }
 
 EXIT_BAD_INPUT = 2
@@ -34,16 +63,47 @@ EXIT_RUN_FAILED = 1
 
 def print_algos(argv: List[str]) -> int:
     """python -m harness algos: every objective, its family, parameters, geometry and source."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m harness algos",
+        description="Print the objective library: every objective (algo=<name>) with its family, parameters "
+                    "and defaults, trust-region geometry and the paper section it follows. "
+                    "docs/algorithms.md explains the formulas and what each threshold means.").parse_args(argv)
     from harness.algorithms import objectives_table
 
     print(objectives_table())
     return 0
 
 
+def help_text() -> str:
+    return HELP.format(tools="\n".join(f"  {name:12s} {line}" for name, (_, line) in TOOLS.items()))
+
+
+def print_help(argv: List[str]) -> int:
+    """`python -m harness help [command]`: the short help page, or that command's own --help."""
+    if argv and argv[0] in TOOLS:
+        return _run_tool(argv[0], ["--help"])
+    print(help_text())
+    return 0
+
+
+def notice(message: str) -> None:
+    """One line on stderr saying what is being prepared, before the slow part (imports, composition); only on a
+    terminal, like the progress bars (a log file or a caller reading stderr gets the output alone)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"harness: {message}\n")
+        sys.stderr.flush()
+
+
 def _run_tool(name: str, argv: List[str]) -> int:
     import importlib
 
-    module, function = TOOLS[name].split(":")
+    listing = name == "sweep" and (not argv or argv[0].startswith("-"))  # a quick listing of the named sweeps
+    if name in TOOL_NOTICES and not listing and not any(a in ("-h", "--help") for a in argv):
+        notice(f"{name}: {TOOL_NOTICES[name]}")
+
+    module, function = TOOLS[name][0].split(":")
     return int(getattr(importlib.import_module(module), function)(argv) or 0)
 
 
@@ -74,12 +134,17 @@ def run_cli(argv: List[str]) -> int:
     multirun = False
     if argv and argv[0] in TOOLS:
         return _run_tool(argv[0], argv[1:])
+    if argv and argv[0] == "help":
+        return print_help(argv[1:])
     if argv and argv[0] in ("run", "multirun"):
         multirun = argv[0] == "multirun"
         argv = argv[1:]
+    if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
+        return print_help([])
     argv, flags = _harness_flags(argv)
-    if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
-        print(USAGE.format(tools=", ".join(sorted(TOOLS))) + "\n")
+    launches = not any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
+    if launches:  # said before Hydra's argument parser is even imported
+        notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
     args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
@@ -114,11 +179,22 @@ def run_cli(argv: List[str]) -> int:
             prepare_stores(configs)
     from harness import job
 
+    if launches:
+        study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one
+        notice("starting the Optuna study (loading torch, mlflow, optuna)…" if study else
+               f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
+               f"starting run {job.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
+
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     job.RESULTS.clear()
     _run_hydra(hydra_argv)
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
+        sweep_dir = job.sweep_folder(job.RESULTS)
+        if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
+            print(job.sweep_where(sweep_dir))
+    elif job.RESULTS and job.RESULTS[-1].status != "SUBMITTED":
+        print(job.run_where(job.RESULTS[-1]))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
 
 
@@ -145,6 +221,9 @@ def _prints_job_config_only(args) -> bool:
             and args.config_path is None and args.config_name is None and args.config_dir is None
             and not args.experimental_rerun and not args.run)
 
+
+# Hydra flags that print something and run nothing.
+INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
 HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true"}

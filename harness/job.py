@@ -18,6 +18,7 @@ from typing import List, Optional
 from omegaconf import DictConfig
 
 log = logging.getLogger("harness")
+run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
 
 
 @dataclass
@@ -28,6 +29,7 @@ class JobResult:
     run_id: Optional[str] = None
     error: Optional[str] = None
     final_metrics: Optional[dict] = None
+    tracking_uri: Optional[str] = None  # the MLflow store of run_id
 
 
 RESULTS: List[JobResult] = []
@@ -62,6 +64,19 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     return name, run_dir, sweep_dir
 
 
+def _remove_empty_run_dir(run_dir: Path) -> None:
+    """Remove a skipped single run's folder (Hydra's .hydra/ and job.log only), and its date folder if that
+    is now empty."""
+    import shutil
+
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for parent in (run_dir.parent, run_dir.parent.parent):  # outputs/<date>, outputs
+        try:
+            parent.rmdir()
+        except OSError:  # not empty: other runs live there
+            break
+
+
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
     tracker.finish(status, error=error)
     result.run_id = tracker.run_id
@@ -78,11 +93,16 @@ def run_job(cfg: DictConfig) -> JobResult:
 
     spec = validate(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
+    store = _store_of(spec)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
     twin = finished_twin(spec)
     if twin:
         print(f"run {name}: SKIPPED, an identical config already FINISHED as mlflow run {twin} "
               f"(--force reruns it)", flush=True)
+        if sweep_dir is None:  # a single run: the folder Hydra made for it would only say "skipped"
+            _remove_empty_run_dir(run_dir)
+            RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store))
+            return RESULTS[-1]
         run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
         (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
         RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
@@ -90,10 +110,12 @@ def run_job(cfg: DictConfig) -> JobResult:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "job.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                    "started": time.time(), "name": name}))
+    run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
+                 spec.precision.name, spec.seed, run_dir)
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
     # the run id is read once the run is closed: the tracking sidecar may still be opening it meanwhile
-    result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir))
+    result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     try:
         trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)
         result.final_metrics = trainer.train()
@@ -118,8 +140,59 @@ def run_job(cfg: DictConfig) -> JobResult:
                                                                if result.run_id else ""), flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
     RESULTS.append(result)
     return result
+
+
+def _store_of(spec) -> Optional[str]:
+    if spec.tracking.backend != "mlflow":
+        return None
+    from harness.tracking.params import scrub
+    from harness.tracking.store import tracking_uri
+
+    return scrub(tracking_uri(spec))
+
+
+def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:
+    """Where to see a run in the MLflow UI: its URL on a tracking server; for a local store, the store, the
+    run id and the URL it has once `python -m harness server` serves that store."""
+    page = f"#/experiments/{experiment_id}/runs/{run_id}" if experiment_id else f"#/runs/{run_id}"
+    if tracking_uri.startswith(("http://", "https://")):
+        return f"{tracking_uri.rstrip('/')}/{page}"
+    return (f"run {run_id} in {tracking_uri} (UI: python -m harness server --backend-store-uri {tracking_uri}, "
+            f"then http://127.0.0.1:5000/{page})")
+
+
+def run_where(result: JobResult) -> str:
+    """A single run's last lines: its folder and its MLflow run."""
+    lines = [f"  folder: {result.run_dir}"] if result.run_dir else [
+        "  folder: none (skipped: nothing was run; the identical run's folder and MLflow run hold its results)"]
+    if result.run_id and result.tracking_uri:
+        lines.append(f"  mlflow: {mlflow_link(result.tracking_uri, result.run_id)}")
+    return "\n".join(lines)
+
+
+def sweep_folder(results: List[JobResult]) -> Optional[Path]:
+    folders = {Path(r.run_dir).parent for r in results if r.run_dir}
+    return folders.pop() if len(folders) == 1 else None
+
+
+def sweep_where(sweep_dir: Path) -> str:
+    """A sweep's last lines: its folder, its reports index and its MLflow parent run."""
+    lines = [f"  folder: {sweep_dir}"]
+    index = sweep_dir / "reports" / "index.html"
+    if index.is_file():
+        lines.append(f"  reports: {index}")
+    try:
+        parent = json.loads((sweep_dir / "parent_run.json").read_text())
+    except (OSError, ValueError):
+        parent = {}
+    if parent.get("run_id") and parent.get("tracking_uri"):
+        from harness.tracking.params import scrub
+
+        lines.append(f"  mlflow: {mlflow_link(scrub(parent['tracking_uri']), parent['run_id'], parent.get('experiment_id'))}")
+    return "\n".join(lines)
 
 
 def summarize(results: List[JobResult]) -> str:

@@ -23,6 +23,31 @@ for _variable, _prefix in (("HARNESS_CONFIG_CACHE", "harness-test-configs-"),
         atexit.register(shutil.rmtree, os.environ[_variable], ignore_errors=True)
 
 
+# What harness and MLflow write into their working folder when nothing else is said (output_root "."; MLflow's
+# default store ./mlflow.db and an experiment's default artifact root ./mlruns). Tests run from a temporary
+# folder (below), so none of these may appear in the checkout; the session's summary names any that did.
+CHECKOUT_OUTPUTS = ("mlruns", "mlruns.db", "mlflow.db", ".mlruns.lock", "mlartifacts", "outputs", "multirun",
+                    ".harness", "optuna.db", "reports/generated")
+_BEFORE = {name for name in CHECKOUT_OUTPUTS if (REPO / name).exists()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def working_folder(tmp_path_factory) -> Path:
+    """The whole session runs from a temporary folder: code (and subprocesses) that fall back on the current
+    folder write there, not into the checkout."""
+    folder = tmp_path_factory.mktemp("cwd")
+    previous = os.getcwd()
+    os.chdir(folder)
+    yield folder
+    os.chdir(previous)
+
+
+def pytest_terminal_summary(terminalreporter):
+    written = sorted(name for name in CHECKOUT_OUTPUTS if (REPO / name).exists() and name not in _BEFORE)
+    if written:
+        terminalreporter.write_line(f"WARNING: the tests wrote into the checkout: {', '.join(written)}", red=True)
+
+
 @pytest.fixture(scope="session")
 def warm_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("warm_cache")

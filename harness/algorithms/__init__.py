@@ -1,4 +1,4 @@
-"""Trust-region objectives for LLM RL (ALGORITHMS.md is the contract).
+"""Trust-region objectives for LLM RL (docs/algorithms.md is the contract).
 
 Importing this package does not import torch: `specs` (names, parameters, defaults, validation) is
 torch-free so configs compose fast; the torch parts load on first use.

@@ -1,4 +1,4 @@
-"""The metrics every objective reports each step (ALGORITHMS.md, "What every objective reports").
+"""The metrics every objective reports each step (docs/algorithms.md, "What every objective reports").
 
 Names are namespaced `objective/...` and identical across objectives. All values are python floats
 averaged over real (unmasked) tokens; a statistic over an empty set is 0.0. Sums accumulate in the

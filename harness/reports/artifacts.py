@@ -82,12 +82,22 @@ def _load(files) -> List[Tuple[int, Dict[str, np.ndarray]]]:
     return out
 
 
-def log_to_parent(tracking_uri: str, parent_run_id: str, folder: Path, artifact_path: str = "reports") -> bool:
-    """Upload the report folder as artifacts of the sweep's parent run; False (and a warning) on failure."""
+def log_to_parent(tracking_uri: str, parent_run_id: str, folder: Path, kinds: List[str], write_index,
+                  artifact_path: str = "reports") -> bool:
+    """Upload the reports `kinds` built in `folder` (`<folder>/<kind>/`) to the sweep's parent run, under
+    `reports/<kind>/`, leaving the other kinds recorded there as they are; then the parent's index
+    (`reports/index.html`, `README.md`), written by `write_index(folder, kinds)` for every kind the parent
+    now holds. False (and a warning) on failure."""
     try:
         from mlflow.tracking import MlflowClient
 
-        MlflowClient(tracking_uri=tracking_uri).log_artifacts(parent_run_id, str(folder), artifact_path)
+        client = MlflowClient(tracking_uri=tracking_uri)
+        for kind in kinds:
+            client.log_artifacts(parent_run_id, str(Path(folder) / kind), f"{artifact_path}/{kind}")
+        recorded = [Path(f.path).name for f in client.list_artifacts(parent_run_id, artifact_path) if f.is_dir]
+        with tempfile.TemporaryDirectory() as tmp:
+            write_index(Path(tmp), sorted(set(recorded) | set(kinds)))
+            client.log_artifacts(parent_run_id, tmp, artifact_path)
         return True
     except Exception as err:
         log.warning("could not log reports to parent run %s: %s", parent_run_id, err)

@@ -13,7 +13,7 @@ from harness.reports.artifacts import log_to_parent
 from harness.reports.data import SweepData
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.page import HTML_NAME, MD_NAME, Page
-from harness.reports.registry import default_kinds, get_kind
+from harness.reports.registry import default_kinds, get_kind, list_kinds
 
 log = logging.getLogger("harness")
 
@@ -71,9 +71,13 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
             result.skipped[name] = get_kind(name).needs(data) or ""
         else:
             result.pages[name] = path
-    _write_index(data, result)
+    # The index lists every report in the folder, not only this build's: a partial rebuild (`--kind`) keeps
+    # the others linked, locally and on the parent run.
+    _write_index(data, result, out, [k for k in list_kinds() if (out / k / HTML_NAME).is_file()])
     parent_id = data.parent.run_id if data.parent else None
-    if log_parent and parent_id and data.tracking_uri and log_to_parent(data.tracking_uri, parent_id, out):
+    if log_parent and parent_id and data.tracking_uri and log_to_parent(
+            data.tracking_uri, parent_id, out, list(result.pages),
+            lambda folder, kinds: _write_index(data, result, folder, kinds)):
         result.logged_to = parent_id
     return result
 
@@ -134,25 +138,31 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None) -> Lis
         return []
 
 
-def _write_index(data: SweepData, result: BuildResult) -> None:
+def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequence[str]) -> None:
+    """`folder`/index.html and README.md linking the reports `kinds` (each at `<kind>/index.html`), then what
+    this build skipped or could not build."""
     from harness.reports.page import _template
 
+    known = list_kinds()
+    kinds = sorted(kinds, key=lambda k: (known.index(k) if k in known else len(known), k))
     lines = [f"# Reports of sweep {data.sweep_id}", "", f"{len(data.runs)} runs; data: {data.source}", ""]
     items = []
-    for name, page in result.pages.items():
-        rel = page.relative_to(result.out_dir).as_posix()
-        items.append(f'<li><a href="{html.escape(rel)}">{html.escape(get_kind(name).title)}</a> '
-                     f'(<a href="{html.escape(Path(rel).with_name(MD_NAME).as_posix())}">summary</a>)</li>')
-        lines.append(f"- [{get_kind(name).title}]({rel}) ([summary]({Path(rel).with_name(MD_NAME).as_posix()}))")
+    for name in kinds:
+        title = get_kind(name).title if name in known else name
+        rel, summary = f"{name}/{HTML_NAME}", f"{name}/{MD_NAME}"
+        items.append(f'<li><a href="{html.escape(rel)}">{html.escape(title)}</a> '
+                     f'(<a href="{html.escape(summary)}">summary</a>)</li>')
+        lines.append(f"- [{title}]({rel}) ([summary]({summary}))")
     for name, reason in result.skipped.items():
-        items.append(f"<li>{html.escape(name)}: not built — this sweep {html.escape(reason)}</li>")
-        lines.append(f"- {name}: not built — this sweep {reason}")
+        if name not in kinds:
+            items.append(f"<li>{html.escape(name)}: not built — this sweep {html.escape(reason)}</li>")
+            lines.append(f"- {name}: not built — this sweep {reason}")
     for name, error in result.failed.items():
         items.append(f"<li>{html.escape(name)}: FAILED — {html.escape(error)}</li>")
         lines.append(f"- {name}: FAILED — {error}")
     body = "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
     meta = f"{len(data.runs)} runs · data: {data.source}"
     text = _template().replace("{{title}}", html.escape(f"Reports of sweep {data.sweep_id}"))
-    result.out_dir.mkdir(parents=True, exist_ok=True)
-    (result.out_dir / HTML_NAME).write_text(text.replace("{{meta}}", html.escape(meta)).replace("{{body}}", body))
-    (result.out_dir / "README.md").write_text("\n".join(lines) + "\n")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HTML_NAME).write_text(text.replace("{{meta}}", html.escape(meta)).replace("{{body}}", body))
+    (folder / "README.md").write_text("\n".join(lines) + "\n")

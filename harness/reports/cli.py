@@ -13,10 +13,16 @@ EXIT_BAD_INPUT, EXIT_REPORT_FAILED = 2, 1
 def _parser(kinds: List[str]) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m harness report",
-        description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to "
-                    "<sweep folder>/reports/<kind>/ and are logged to the sweep's parent run, if any.")
+        description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to\n"
+                    "<sweep folder>/reports/<kind>/ (index: <sweep folder>/reports/index.html) and are logged to\n"
+                    "the sweep's parent run, if any. A sweep builds its reports when it ends; run this to rebuild\n"
+                    "them or to build one kind: the other reports already there are kept.",
+        epilog="examples:\n  python -m harness report multirun/2026-11-29/10-00-00-000000\n"
+               "  python -m harness report multirun/2026-11-29/10-00-00-000000 --kind sensitivity --out /tmp/sens\n"
+               "  python -m harness report --list",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", nargs="?", help="a sweep folder (multirun/<date>/<time>), a sweep id "
-                   "(<date>/<time>) or an MLflow (parent) run id")
+                   "(<date>/<time>) or an MLflow (parent) run id; none: list the sweeps under the output root")
     p.add_argument("--kind", action="append", default=None, metavar="KIND",
                    help=f"report kind(s) to build, repeated or comma-separated; default: every kind whose data "
                         f"the sweep holds (a kind asked for by name whose data is missing gets a page saying "
@@ -44,6 +50,24 @@ def _kinds(values: Optional[List[str]], known: List[str]) -> Optional[List[str]]
     return list(dict.fromkeys(names))
 
 
+def _list_sweeps() -> int:
+    """`report` without a target: the sweeps under the output root and their reports index."""
+    from harness.reports.locate import default_root, sweep_folders
+
+    root = default_root()
+    sweeps = sweep_folders(root)
+    if not sweeps:
+        print(f"no sweeps under {root / 'multirun'} (run one: python -m harness multirun ...; or give a sweep "
+              "folder, sweep id or parent run id, see --help)")
+        return 0
+    print(f"sweeps under {root / 'multirun'} (python -m harness report <folder> [--kind K] to rebuild):")
+    for folder in sweeps:
+        index = folder / "reports" / "index.html"
+        print(f"  {folder.relative_to(root)}  " + (f"reports: {index.relative_to(root)}" if index.is_file()
+                                                    else "no reports yet"))
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from harness.reports.registry import get_kind, list_kinds
 
@@ -54,8 +78,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"{name:18s} {get_kind(name).title}")
         return 0
     if not args.target:
-        print("harness report: error: give a sweep folder, a sweep id or a parent run id (see --help)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _list_sweeps()
     from harness.reports.build import build_reports
     from harness.reports.locate import TargetError, resolve
 

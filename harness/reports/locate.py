@@ -54,6 +54,13 @@ def job_dirs(sweep_dir: Path) -> List[Path]:
     return sorted(jobs, key=lambda d: natural_key(d.name))
 
 
+def sweep_folders(root: Path) -> List[Path]:
+    """The sweep folders under `<root>/multirun` (`<date>/<time>`, or a named sweep's `<name>/<stamp>`), oldest
+    first."""
+    found = [d for d in Path(root).glob("multirun/*/*") if d.is_dir() and (job_dirs(d) or (d / "parent_run.json").is_file())]
+    return sorted(found, key=lambda d: d.stat().st_mtime)
+
+
 def _job_config(sweep_dir: Path):
     from omegaconf import OmegaConf
 

@@ -25,12 +25,30 @@ def _list() -> str:
     return "\n".join(lines)
 
 
+USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach]]
+
+Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
+reports it feeds and its grids. Every job is validated before the first starts; the reports are built
+into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without a name: list the sweeps.
+
+  <name>        a named sweep (listed below)
+  overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
+  --force       rerun jobs whose identical config already FINISHED (default: skip them)
+  --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
+"""
+
+
 def main(argv: List[str]) -> int:
     from harness.config.validate import ConfigError
 
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
     if not argv or argv[0].startswith("-"):
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"harness sweep: error: unknown flag {argv[0]} (see --help)", file=sys.stderr)
+            return 2
         print(_list())
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+        return 0
     try:
         spec = load_sweep(argv[0])
     except ValueError as err:
@@ -88,3 +106,6 @@ def _build_reports(sweep_dir: Path, kinds: List[str]) -> None:
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)
+    from harness.job import sweep_where
+
+    print(sweep_where(sweep_dir))

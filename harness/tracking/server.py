@@ -109,7 +109,7 @@ def _stop(process: subprocess.Popen) -> None:
 def _parse(argv: List[str]) -> argparse.Namespace:
     root = default_root()
     parser = argparse.ArgumentParser(prog="python -m harness server", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--port", type=int, default=5000, help="port to listen on (default 5000)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--backend-store-uri", default=default_uri(root),
                         help="sqlite:///PATH or postgresql://... (default: <HARNESS_OUTPUT_ROOT or .>/mlruns.db)")

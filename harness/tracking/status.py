@@ -175,7 +175,8 @@ def _watch(client, args, stale_after: float) -> int:
 
 
 def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness status", description="Where the runs stand.")
+    parser = argparse.ArgumentParser(prog="python -m harness status", description="Where the runs stand: one line per run (status, progress, eval accuracy), then the counts; RUNNING runs whose heartbeat stopped are shown STALE.",
+                                     epilog="example: python -m harness status --sweep 2026-11-29/10-00-00-000000 --watch")
     _common_args(parser)
     parser.add_argument("--watch", action="store_true",
                         help="refresh until every run has ended (exit 0 if all FINISHED, else 1)")

@@ -31,6 +31,8 @@ from harness.sweeps.pruning import pruning_hook
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 
 log = logging.getLogger("harness")
+# The run's own record: Hydra's job logging writes it to the run folder's job.log only (conf/config.yaml).
+run_log = logging.getLogger("harness.run")
 
 
 def _injected_kill(step: int, checkpoints: CheckpointWriter) -> None:
@@ -65,6 +67,7 @@ class BuiltinTrainer:
             stats = warm_start(self.model, self.tokenizer, self.task, self.t.warmstart,
                                cache_dir=self._cache_dir(), seed=self.t.warmstart.seed)
             tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
+            run_log.info("warm start: %s", ", ".join(f"{k.split('/')[-1]}={float(v):.4g}" for k, v in stats.items()))
         self.engine = RolloutEngine.from_model(self.model, self.precision)
         self.on_eval = pruning_hook(cfg)  # None unless this run is an Optuna trial
         self.eval_problems = self.task.eval_set()
@@ -192,7 +195,9 @@ class BuiltinTrainer:
 
         t = self.t
         if self.step == 0:
-            self.tracker.log_metrics(self._evaluate(), step=0)
+            evaluation = self._evaluate()
+            self.tracker.log_metrics(evaluation, step=0)
+            run_log.info("step 0/%d: eval/accuracy=%.4f", t.steps, evaluation["eval/accuracy"])
             checkpoints.save(self._state(), 0)  # resumable from the start
         metrics: Dict[str, float] = {}
         bar = tqdm(total=t.steps, initial=self.step, desc=f"{self.cfg.algo.name}", unit="step",
@@ -202,6 +207,9 @@ class BuiltinTrainer:
             self.step += 1
             if self.step % t.eval_every == 0 or self.step == t.steps:
                 metrics.update(self._evaluate())
+                run_log.info("step %d/%d: train/reward=%.4f train/loss=%.4g eval/accuracy=%.4f (%.2f s/step)",
+                             self.step, t.steps, metrics["train/reward"], metrics["train/loss"],
+                             metrics["eval/accuracy"], metrics["perf/step_time_s"])
             self.tracker.log_metrics(metrics, step=self.step)
             if self.step % t.checkpoint_every == 0 or self.step == t.steps:
                 checkpoints.save(self._state(), self.step)
