@@ -131,5 +131,5 @@ def test_cli_errors_are_one_line(capsys):
     assert main(["x", "--kind", "nope"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "'nope' is not a report kind; known: overview, sensitivity" in err
-    assert main([]) == 2
+    assert main([]) == 0 and "sweeps under" in capsys.readouterr().out  # no target: lists the sweeps here
     assert main(["--list"]) == 0 and "geometry" in capsys.readouterr().out
