@@ -159,9 +159,14 @@ def _command(spec, decision, arms) -> Optional[str]:
 
 
 def overall(outcomes: Sequence[Outcome], alpha: float) -> Tuple[str, str]:
-    word, why = inference.combine([o.decision for o in outcomes], alpha)
-    parts = "; ".join(f"{o.test.name}: {o.decision.word}" for o in outcomes)
-    return word, f"{parts} ({why})"
+    """The claim's verdict from its tests; checks (`check: true`) are reported beside it, not combined."""
+    parts = [o for o in outcomes if not o.test.check]
+    checks = [o for o in outcomes if o.test.check]
+    word, why = inference.combine([o.decision for o in parts], alpha)
+    text = "; ".join(f"{o.test.name}: {o.decision.word}" for o in parts) + f" ({why})"
+    if checks:
+        text += "; checks, not in the verdict: " + "; ".join(f"{o.test.name}: {o.decision.word}" for o in checks)
+    return word, text
 
 
 def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") -> Optional[str]:

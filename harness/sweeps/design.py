@@ -14,6 +14,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
+        check: false                     # true: an implementation/regime check, shown but not in the verdict
 
 Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
 test whose smallest achievable p at the planned seeds is not below its α is refused.
@@ -38,6 +39,7 @@ class TestSpec:
     offset: float = 0.0
     method: str = "t"
     note: str = ""
+    check: bool = False  # an implementation or regime check: shown, not part of the claim's verdict
 
     @property
     def arms(self) -> int:
@@ -127,10 +129,10 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         where = f"tests[{i}]"
         if not isinstance(raw, dict):
             raise bad(where, "must be a mapping")
-        unknown = set(raw) - {"name", "measure", "hypothesis", "sesoi", "contrast", "offset", "method", "note"}
+        unknown = set(raw) - {"name", "measure", "hypothesis", "sesoi", "contrast", "offset", "method", "note", "check"}
         if unknown:
             raise bad(f"{where} key {sorted(unknown)[0]!r}", "is not allowed; allowed: name, measure, hypothesis, "
-                      "sesoi, contrast, offset, method, note")
+                      "sesoi, contrast, offset, method, note, check")
         if raw.get("measure") not in MEASURES:
             raise bad(f"{where}.measure", f"is {raw.get('measure')!r}; allowed: {', '.join(MEASURES)}")
         if raw.get("hypothesis") not in HYPOTHESES:
@@ -148,7 +150,8 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         if method == "fisher" and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
             raise bad(f"{where}.method", "fisher compares exactly two arms with weights +1 and −1")
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
-                              float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", ""))))
+                              float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
+                              bool(raw.get("check", False))))
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests))
     for test in design.tests:
         if test.method != "fisher":
