@@ -99,7 +99,11 @@ def seeds_needed(sd_unit: float, effect: float, alpha: float, power: float, pair
     for n in range(max(2, int(normal)), MAX_SEEDS_SEARCHED):
         df = n - 1 if paired else arms * (n - 1)
         ncp = effect / (sd_unit / math.sqrt(n))
-        if stats.nct.sf(stats.t.ppf(1.0 - alpha, df), df, ncp) >= power:
+        critical = stats.t.ppf(1.0 - alpha, df)
+        achieved = stats.nct.sf(critical, df, ncp)
+        if not np.isfinite(achieved):  # the noncentral t's series fails far in the tail: the normal limit
+            achieved = stats.norm.sf(critical - ncp)
+        if achieved >= power:
             return n
     return MAX_SEEDS_SEARCHED
 

@@ -72,6 +72,10 @@ def test_power_figure_is_the_noncentral_t_answer():
     assert power(n) >= 0.8 > power(n - 1)
 
 
+def test_power_figure_for_a_nearly_noiseless_contrast_is_small():
+    assert inference.seeds_needed(1e-17, 0.1, 0.005, 0.8, paired=True) == 2
+
+
 def test_holm_and_combination():
     assert inference.holm([0.01, 0.04, 0.03], 0.05) == [True, False, False]
     assert inference.holm([0.01, 0.02, 0.03], 0.05) == [True, True, True]
