@@ -71,7 +71,8 @@ def test_sensitivity_numbers_from_a_synthetic_mlflow_store(shared_store):
 
     uri, _ = shared_store
     finals = {0.1: [0.5, 0.6, 0.7], 0.2: [0.8, 0.9]}
-    runs = [FakeRun("drpo", {"delta": d}, seed=s, metrics={"eval/accuracy": ([0, 10], [0.0, acc])})
+    # final accuracy = mean of the last 3 evaluations
+    runs = [FakeRun("drpo", {"delta": d}, seed=s, metrics={"eval/accuracy": ([0, 10, 20, 30], [0.0, acc, acc, acc])})
             for d, accs in finals.items() for s, acc in enumerate(accs)]
     write_sweep(uri, runs, "2026-03-03/00-00-00-000000")
     data = collect(Target("2026-03-03/00-00-00-000000", uri, [], []))
