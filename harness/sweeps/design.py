@@ -156,9 +156,7 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     for test in design.tests:
         if test.method != "fisher":
             continue
-        n = design.max_seeds()
-        if n is None:
-            continue
+        n = design.max_seeds() or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
         smallest = min_fisher_p(n, n)
         if smallest >= final:
