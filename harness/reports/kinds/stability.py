@@ -126,7 +126,7 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(NullFormatter())
         plots.finish(ax, f"{title} by variant", plots.STEP_LABEL,
-                     plots.label(key) + (", log scale: geometric mean" if log else ""),
+                     "grad norm (L2, log scale)" if log else plots.label(key),
                      ticks=eval_steps if key == EVAL else None)
     page.figure(fig, "stability_curves", "Mean over the seeds of each variant (colour: objective, shade: variant; "
                 + ("line style: variant" if single else "line style: precision") + ") with a 95% t-band inside the "
