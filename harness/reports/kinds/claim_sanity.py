@@ -7,7 +7,7 @@ from typing import Optional
 from harness.reports import claims, plots
 from harness.reports.data import SweepData
 from harness.reports.page import Page
-from harness.reports.palette import colour, line_style, OTHER_STYLES
+from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
 
 TARGET = 0.95
