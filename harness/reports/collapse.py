@@ -1,8 +1,9 @@
 """Collapse detection: pure functions over a run's metric histories (no MLflow, no plotting).
 
 A run has collapsed when
-  * its accuracy (eval, or train smoothed over `TRAIN_WINDOW` steps) falls more than `drop` below its
-    running best and never comes back within `drop` of that best before the end of the run, or
+  * its smoothed accuracy (eval: trailing mean of `EVAL_WINDOW` evaluations; train: of `TRAIN_WINDOW`
+    steps) ends more than `drop` below the run's own start (the mean of its first window) and stays
+    there, i.e. training left the run worse than its warm start; or
   * its loss becomes non-finite, or it FAILED with a non-finite error (FloatingPointError, nan, inf).
 The collapse step is the first step of the final, never-recovered fall (or of the first non-finite loss).
 """
@@ -14,7 +15,8 @@ from typing import Optional
 
 import numpy as np
 
-DROP = 0.2  # accuracy points (fraction correct) below the running best
+DROP = 0.15  # accuracy points (fraction correct) below the run's start
+EVAL_WINDOW = 3  # evaluations in the trailing mean applied to eval accuracy before detection
 TRAIN_WINDOW = 5  # steps of the moving average applied to train accuracy before detection
 NON_FINITE_ERROR = re.compile(r"non-finite|FloatingPointError|\bnan\b|\binf\b", re.IGNORECASE)
 ERROR_STEP = re.compile(r"\bstep (\d+)")
@@ -27,24 +29,21 @@ class Collapse:
     metric: str
 
 
-def fall_from_best(steps, values, drop: float = DROP) -> Optional[int]:
-    """Index of the first point of a final fall of more than `drop` below the running best, or None.
-
-    steps, values: 1-D, same length, sorted by step. Non-finite values are ignored. The fall must last to
-    the end: a run that dips and recovers to within `drop` of its best has not collapsed.
-    """
+def fall_below_start(steps, values, drop: float = DROP, window: int = 1) -> Optional[int]:
+    """Index of the first point of a final stretch where the smoothed values stay more than `drop` below
+    the start (mean of the first `window` finite values), or None. Non-finite values are ignored."""
     values = np.asarray(values, dtype=np.float64)
-    keep = np.isfinite(values)
-    index = np.flatnonzero(keep)
-    if len(index) < 2:
+    index = np.flatnonzero(np.isfinite(values))
+    if len(index) < max(2, window + 1):
         return None
-    v = values[keep]
-    running_best = np.maximum.accumulate(v)
-    healthy = v >= running_best - drop - 1e-12
-    last_healthy = int(np.flatnonzero(healthy)[-1])  # the first point is always healthy
-    if last_healthy == len(v) - 1:
+    v = values[index]
+    start = float(v[:window].mean())
+    smooth = moving_average(v, window)
+    below = smooth < start - drop - 1e-12
+    if not below[-1]:
         return None
-    return int(index[last_healthy + 1])
+    healthy = np.flatnonzero(~below)
+    return int(index[(healthy[-1] + 1) if len(healthy) else 0])
 
 
 def moving_average(values, window: int) -> np.ndarray:
@@ -60,7 +59,7 @@ def moving_average(values, window: int) -> np.ndarray:
 
 def detect_collapse(eval_acc=None, train_acc=None, loss=None, status: str = "FINISHED",
                     error: Optional[str] = None, drop: float = DROP,
-                    train_window: int = TRAIN_WINDOW) -> Optional[Collapse]:
+                    train_window: int = TRAIN_WINDOW, eval_window: int = EVAL_WINDOW) -> Optional[Collapse]:
     """The earliest collapse of a run, or None.
 
     eval_acc, train_acc, loss: (steps [T], values [T]) or None; accuracies are fractions in [0, 1].
@@ -72,17 +71,17 @@ def detect_collapse(eval_acc=None, train_acc=None, loss=None, status: str = "FIN
         bad = np.flatnonzero(~np.isfinite(np.asarray(loss[1], dtype=np.float64)))
         if len(bad):
             found.append(Collapse(int(loss[0][bad[0]]), "non-finite train/loss", "train/loss"))
-    for key, series, window in (("eval/accuracy", eval_acc, 1), ("train/accuracy", train_acc, train_window)):
+    for key, series, window in (("eval/accuracy", eval_acc, eval_window), ("train/accuracy", train_acc, train_window)):
         if series is None or len(series[0]) < 2:
             continue
         steps, raw = np.asarray(series[0]), np.asarray(series[1], dtype=np.float64)
-        smooth = moving_average(raw, window)
-        at = fall_from_best(steps, smooth, drop)
+        at = fall_below_start(steps, raw, drop, window)
         if at is not None:
-            best = float(np.nanmax(smooth[:at + 1]))
-            what = f"{key}{' (%d-step mean)' % window if window > 1 else ''}"
-            found.append(Collapse(int(steps[at]), f"{what} fell from best {best:.3f} to {smooth[-1]:.3f} "
-                                  f"(drop > {drop:g}) without recovering", key))
+            finite = raw[np.isfinite(raw)]
+            start, end = float(finite[:window].mean()), float(moving_average(finite, window)[-1])
+            what = f"{key}{' (%d-point mean)' % window if window > 1 else ''}"
+            found.append(Collapse(int(steps[at]), f"{what} fell from its start {start:.3f} to {end:.3f} "
+                                  f"(more than {drop:g} below) and stayed there", key))
     if status == "FAILED" and error and NON_FINITE_ERROR.search(error):
         named = ERROR_STEP.search(error)
         last = max([int(s[0][-1]) for s in (eval_acc, train_acc, loss) if s is not None and len(s[0])],

@@ -1,7 +1,8 @@
 """Matplotlib helpers shared by the report kinds (Agg backend: no display needed).
 
 Every panel gets a title, axis labels with units and a legend when it has labelled lines; curves over
-seeds are drawn as a mean line with a shaded Student-t band (see `stats.mean_curve`).
+seeds are drawn as a mean line with a shaded Student-t band (see `stats.mean_curve`) kept inside the
+measure's range (`BOUNDS`); log-scale panels draw the geometric mean with a band of log values.
 """
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ UNITS = {
     "objective/masked_entropy": "entropy of clipped tokens (nats)",
     "objective/masked_nu_mean": "mean ν of clipped tokens (probability)",
 }
+# The range each logged measure can take: bands are intersected with it.
+BOUNDS = {key: ((0.0, 1.0) if "fraction" in unit or "(probability)" in unit else (0.0, None))
+          for key, unit in UNITS.items() if key not in ("train/loss",)}
+BOUNDS["train/reward"] = (0.0, 1.0)
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9, "axes.titlesize": 10,
                      "legend.fontsize": 7.5, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -40,8 +45,12 @@ def label(metric: str) -> str:
     return UNITS.get(metric, metric)
 
 
+def wrap(text: str, width: int) -> str:
+    return textwrap.fill(text, width, break_on_hyphens=False)
+
+
 def grid(n_panels: int, ncols: int = 2, width: float = 5.2, height: float = 3.5, nrows: Optional[int] = None,
-         legend_room: float = 0.0):
+         legend_room: float = 0.0, left: float = 0.85):
     """A figure with n panels (rows of `ncols`, each width × height inches); returns (fig, list of the n
     axes), spare axes hidden. Margins are fixed in inches (room for labels, titles, tick labels) instead of
     a layout engine: constrained layout and tight bounding boxes cost more than the rest of a report.
@@ -50,7 +59,7 @@ def grid(n_panels: int, ncols: int = 2, width: float = 5.2, height: float = 3.5,
     nrows = nrows or -(-n_panels // ncols)
     W, H = width * ncols + legend_room, height * nrows
     fig, axes = plt.subplots(nrows, ncols, figsize=(W, H), squeeze=False)
-    left, right, bottom, top, gap_w, gap_h = 0.85, 0.2 + legend_room, 0.55, 0.5, 0.95, 0.9  # inches
+    right, bottom, top, gap_w, gap_h = 0.2 + legend_room, 0.55, 0.5, 0.95, 0.9  # inches
     ax_w = (W - left - right - (ncols - 1) * gap_w) / ncols
     ax_h = (H - bottom - top - (nrows - 1) * gap_h) / nrows
     fig.subplots_adjust(left=left / W, right=1 - right / W, bottom=bottom / H, top=1 - top / H,
@@ -61,9 +70,11 @@ def grid(n_panels: int, ncols: int = 2, width: float = 5.2, height: float = 3.5,
     return fig, flat[:n_panels]
 
 
-def band(ax, curves, colour: str, label_text: str, linestyle="-", marker=None) -> bool:
-    """Mean over runs of (steps, values) curves with a 95% t-band where n >= 2; False if nothing to draw."""
-    steps, mean, low, high, n = mean_curve(curves)
+def band(ax, curves, colour: str, label_text: str, linestyle="-", marker=None, metric: Optional[str] = None,
+         log: bool = False) -> bool:
+    """Mean over runs of (steps, values) curves with a 95% t-band where n >= 2, inside the range of `metric`
+    (`BOUNDS`); log=True: geometric mean and log-space band (for a log axis). False if nothing to draw."""
+    steps, mean, low, high, n = mean_curve(curves, bounds=BOUNDS.get(metric, (None, None)), log=log)
     if not len(steps):
         return False
     ax.plot(steps, mean, color=colour, linestyle=linestyle, marker=marker if len(steps) <= 25 else None,
@@ -76,18 +87,22 @@ def band(ax, curves, colour: str, label_text: str, linestyle="-", marker=None) -
     return True
 
 
-def finish(ax, title: str, xlabel: str, ylabel: str, legend=True, empty: str = "no data") -> None:
+def finish(ax, title: str, xlabel: str, ylabel: str, legend=True, empty: str = "no data", ticks=None) -> None:
     """Title (wrapped to the panel's width), axis labels, legend (if any labelled artist), whole steps on a
-    step axis; an explanatory text on empty panels."""
+    step axis (ticks: the evaluation steps, when given and few enough); an explanatory text on empty panels."""
     width_in = ax.get_position().width * ax.figure.get_figwidth()
     ax.set_title(textwrap.fill(title, max(20, int(width_in * 12.5)), break_on_hyphens=False))
-    if xlabel == STEP_LABEL:
+    if xlabel == STEP_LABEL and ticks is not None and len(ticks) >= 2:
+        ticks = sorted({int(t) for t in ticks})
+        every = -(-len(ticks) // 11)
+        ax.set_xticks(ticks[::every] if ticks[::every][-1] == ticks[-1] or every == 1 else ticks[::every] + [ticks[-1]])
+    elif xlabel == STEP_LABEL:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if "fraction correct" in ylabel:
         low, high = ax.get_ylim()
-        ax.set_ylim(max(-0.02, min(low, -0.02)), min(1.02, max(high, 0.1)))
+        ax.set_ylim(-0.04, 1.04)  # the whole range: every marker (radius ~0.02 of the axis) stays inside
     if not ax.lines and not ax.collections and not ax.images and not ax.patches:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes, color="#777")
     elif legend == "right" and ax.get_legend_handles_labels()[0]:  # beside the panel (grid's legend_room)

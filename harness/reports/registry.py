@@ -9,7 +9,7 @@ from typing import Callable, List, Optional
 from harness.reports.data import SweepData
 from harness.reports.page import Page
 
-KINDS = ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry")
+KINDS = ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry", "decisions")
 # The paper-claim tests (`claims.py`): built only when asked for by name, as the claim sweeps do.
 CLAIM_KINDS = ("claim_sanity", "claim_trust_region", "claim_anchor", "claim_relaxation", "claim_drpo_vs_dppo",
                "claim_bandpo")

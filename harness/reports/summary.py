@@ -7,15 +7,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.reports.collapse import Collapse, detect_collapse
+from harness.reports.collapse import EVAL_WINDOW, Collapse, detect_collapse
 from harness.reports.data import Run, SweepData, fmt
 
 EVAL = "eval/accuracy"
+LAST_K = EVAL_WINDOW  # evaluations averaged into a run's final accuracy (one evaluation is too noisy)
 
 
 @dataclass(frozen=True)
 class RunSummary:
-    final_acc: Optional[float]  # last eval accuracy of a FINISHED run (None otherwise)
+    final_acc: Optional[float]  # mean of the last LAST_K eval accuracies of a FINISHED run (None otherwise)
     best_acc: Optional[float]  # best eval accuracy logged (any status)
     last_acc: Optional[float]  # last eval accuracy logged (any status)
     collapse: Optional[Collapse]
@@ -26,9 +27,12 @@ def summarize(data: SweepData, run: Run) -> RunSummary:
     cache = data.cache.setdefault("summaries", {})
     if run.run_id not in cache:
         last = data.last(run, EVAL)
+        values = data.curve(run, EVAL)[1]
+        values = values[np.isfinite(values)]
+        final = float(values[-LAST_K:].mean()) if run.status == "FINISHED" and len(values) else None
         collapse = detect_collapse(eval_acc=data.curve(run, EVAL), train_acc=data.curve(run, "train/accuracy"),
                                    loss=data.curve(run, "train/loss"), status=run.status, error=run.error)
-        cache[run.run_id] = RunSummary(last if run.status == "FINISHED" else None, data.best(run, EVAL), last,
+        cache[run.run_id] = RunSummary(final, data.best(run, EVAL), last,
                                        collapse, data.last_step(run))
     return cache[run.run_id]
 

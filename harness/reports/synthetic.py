@@ -42,6 +42,7 @@ class FakeRun:
     token_stats: Optional[Dict[int, Dict[str, np.ndarray]]] = None  # step -> arrays nu, masked, entropy
     collapse_at: Optional[int] = None  # generated curves: accuracy falls to ~0.05 from this step
     stop_at: Optional[int] = None  # generated curves end here (a RUNNING or FAILED run)
+    params: Dict[str, object] = field(default_factory=dict)  # other params, e.g. {"precision.mismatch_scale": 8}
 
 
 def generated_metrics(run: FakeRun, params: Dict[str, str], steps: int, eval_every: int) -> Dict[str, Series]:
@@ -87,6 +88,7 @@ def run_params(run: FakeRun, steps: int, eval_every: int) -> Dict[str, str]:
     params.update({"algo.name": run.objective, "precision.name": run.precision, "seed": str(run.seed),
                    "trainer.steps": str(steps), "trainer.eval_every": str(eval_every),
                    "trainer.name": "synthetic", "dataset.name": "arithmetic"})
+    params.update({k: str(v) for k, v in run.params.items()})
     return params
 
 

@@ -61,6 +61,10 @@ def main(argv: List[str]) -> int:
     except (ConfigError, ValueError) as err:
         print(f"harness: error: sweep {spec.name}: {err}", file=sys.stderr)
         return 2
+    if spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user):
+        from harness.sweeps.adaptive import run_adaptive
+
+        return run_adaptive(spec, sweep_dir, user, flags)
     return run(spec, sweep_dir, grids, flags)
 
 
@@ -69,7 +73,7 @@ def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
     from harness.config.compose import preflight
 
     common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
-    grids = [[*common, *grid, *user] for grid in spec.grid_overrides()]
+    grids = [[*common, *grid, *user] for grid in spec.grid_overrides(user)]
     first = [preflight(grid, multirun=True)[0] for grid in grids][0]
     root = Path(first.output_root).expanduser().resolve()
     sweep_dir = root / "multirun" / spec.name / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
@@ -79,21 +83,34 @@ def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
 def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[str]) -> int:
     """Run each grid as one multirun into `sweep_dir`, close the parent run, build the reports; worst exit code."""
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
-    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV, PARENT_FILE, close_parent
+    worst = run_grids(sweep_dir, grids, flags)
+    finish(spec, sweep_dir)
+    return worst
+
+
+def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "") -> int:
+    """Each grid as one multirun into `sweep_dir` (job folders g<grid><tag>_<job>); worst exit code."""
+    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV
 
     worst = 0
     env = {**os.environ, NAMED_SWEEP_ENV: "1"}
     for index, grid in enumerate(grids):
-        place = [f"hydra.sweep.dir={sweep_dir}", f"hydra.sweep.subdir=g{index}_${{hydra.job.num}}"]
+        place = [f"hydra.sweep.dir={sweep_dir}", f"hydra.sweep.subdir=g{index}{tag}_${{hydra.job.num}}"]
         code = subprocess.run([sys.executable, "-m", "harness", "multirun", *grid, *place, *flags], env=env).returncode
         worst = max(worst, code)
+    return worst
+
+
+def finish(spec: SweepSpec, sweep_dir: Path) -> None:
+    """Close the sweep's parent run and build its reports."""
+    from harness.tracking.sweep_callback import PARENT_FILE, close_parent
+
     if (sweep_dir / PARENT_FILE).is_file():
         try:
             print(f"sweep {spec.name}: parent run {close_parent(sweep_dir)}")
         except Exception as err:  # the runs are recorded either way
             print(f"harness: warning: could not close the parent run: {err}", file=sys.stderr)
     _build_reports(sweep_dir, spec.reports)
-    return worst
 
 
 def _build_reports(sweep_dir: Path, kinds: List[str]) -> None:

@@ -1,13 +1,16 @@
 """`python -m harness findings [--quick] [--only a,b] [--out DIR] [overrides] [--force]`: run every claim
 sweep (a named sweep with a `claim:`), build its reports, and write FINDINGS.md from the claim reports.
 
-The full set runs with `launcher=local_parallel` unless the overrides name another launcher. `--quick`
-checks the pipeline, not the claims: every run shrinks to `debug=quick` and each grid keeps two seeds; its
-FINDINGS.md goes to `<output_root>/findings-quick/` unless `--out` says otherwise."""
+The full set runs with `launcher=local_parallel` unless the overrides name another launcher. A claim whose
+design says `seeds: auto` runs its seeds in rounds until its declared tests are decided or its budget is
+spent (`adaptive.py`); every job is rerun (`--force` is implied) so no result of older code is reused.
+`--quick` checks the pipeline, not the claims: every run shrinks to `debug=quick` and each grid runs two
+seeds; its FINDINGS.md goes to `<output_root>/findings-quick/` unless `--out` says otherwise."""
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -34,11 +37,12 @@ def claim_sweeps() -> List[SweepSpec]:
 
 
 def quick_variant(spec: SweepSpec) -> SweepSpec:
-    """The same sweep with at most QUICK_SEEDS seeds per grid (the statistics still see ≥ 2 seeds)."""
+    """The same sweep with QUICK_SEEDS seeds per grid (the statistics still see ≥ 2 seeds), run once
+    (no adaptive rounds)."""
     quick = copy.deepcopy(spec)
     for grid in quick.grids:
-        if isinstance(grid.get("seed"), list):
-            grid["seed"] = grid["seed"][:QUICK_SEEDS]
+        grid["seed"] = grid["seed"][:QUICK_SEEDS] if isinstance(grid.get("seed"), list) else list(range(QUICK_SEEDS))
+    quick.design = dataclasses.replace(quick.design, seeds=None)
     return quick
 
 
@@ -48,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--only", default="", help="comma-separated claim sweeps to run (default: all)")
     parser.add_argument("--out", default=None, help="folder for FINDINGS.md and its figures "
                         "(default: ./reports, or <output_root>/findings-quick with --quick)")
-    parser.add_argument("--force", action="store_true", help="rerun jobs that already FINISHED")
+    parser.add_argument("--force", action="store_true", help="rerun jobs that already FINISHED (always, "
+                        "without --quick)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every run")
     return parser
 
@@ -76,7 +81,7 @@ def main(argv: List[str]) -> int:
     if args.quick:
         specs = [quick_variant(s) for s in specs]
         user = [*QUICK_OVERRIDES, *user]
-    flags = ["--force"] if args.force else []
+    flags = ["--force"] if args.force or not args.quick else []
     prepared = []
     try:  # every job of every claim is validated before the first one starts
         for spec in specs:
@@ -91,7 +96,12 @@ def main(argv: List[str]) -> int:
     for index, (spec, sweep_dir, grids) in enumerate(prepared, 1):
         print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
         began = time.time()
-        code = command.run(spec, sweep_dir, grids, flags)
+        if spec.design.adaptive:
+            from harness.sweeps.adaptive import run_adaptive
+
+            code = run_adaptive(spec, sweep_dir, user, flags)
+        else:
+            code = command.run(spec, sweep_dir, grids, flags)
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,

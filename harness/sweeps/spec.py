@@ -11,6 +11,9 @@ from typing import Any, Dict, List
 import yaml
 
 from harness.resources import available, find_yaml, search_dirs
+from harness.sweeps.design import Design, parse_design
+
+DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests")
 
 
 @dataclass
@@ -23,12 +26,20 @@ class SweepSpec:
     experiment_name: str = ""
     source: str = ""
     claim: str = ""  # a paper claim this sweep tests (`python -m harness findings` runs every such sweep)
+    design: Design = field(default_factory=Design)  # declared tests, α, power, seeds (see design.py)
 
-    def grid_overrides(self) -> List[List[str]]:
-        """Hydra overrides of each grid: {'delta': [0.1, 0.2], 'algo': 'dppo'} -> ['delta=0.1,0.2', 'algo=dppo']."""
+    def grid_overrides(self, replace: List[str] = ()) -> List[List[str]]:
+        """Hydra overrides of each grid: {'delta': [0.1, 0.2], 'algo': 'dppo'} -> ['delta=0.1,0.2', 'algo=dppo'].
+        A grid axis that an override in `replace` sets ('seed=range(3,9)') is left to that override; a
+        top-level seed list fills grids that name no seeds."""
+        taken = {o.split("=", 1)[0].lstrip("+~") for o in replace if "=" in o}
+        seeds = self.design.seeds if isinstance(self.design.seeds, list) else None
         out = []
         for grid in self.grids:
-            out.append([f"{axis}={_sweep_value(values)}" for axis, values in grid.items()])
+            axes = dict(grid)
+            if seeds is not None and "seed" not in axes:
+                axes["seed"] = seeds
+            out.append([f"{axis}={_sweep_value(values)}" for axis, values in axes.items() if axis not in taken])
         return out
 
 
@@ -57,7 +68,7 @@ def load_sweep(name: str) -> SweepSpec:
     if path is None:
         raise ValueError(f"sweep {name!r} does not exist; available: {', '.join(available_sweeps()) or 'none'}")
     data = yaml.safe_load(path.read_text()) or {}
-    allowed = {f.name for f in fields(SweepSpec)} - {"name"}
+    allowed = ({f.name for f in fields(SweepSpec)} - {"name", "design"}) | set(DESIGN_KEYS)
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise ValueError(f"sweep {name!r}: key {unknown[0]!r} is not allowed; allowed: {', '.join(sorted(allowed))}")
@@ -68,4 +79,5 @@ def load_sweep(name: str) -> SweepSpec:
         for axis, values in (grid or {}).items():
             if isinstance(values, list) and not values:
                 raise ValueError(f"sweep {name!r}: grid {i} axis {axis!r} is empty; give at least one value")
-    return SweepSpec(name=name, experiment_name=data.pop("experiment_name", None) or name, **data)
+    design = parse_design(name, data)
+    return SweepSpec(name=name, experiment_name=data.pop("experiment_name", None) or name, design=design, **data)

@@ -11,16 +11,19 @@ CLAIMS = ["claim1_sanity", "claim2_trust_region", "claim3_anchor", "claim4_relax
           "claim6_bandpo"]
 
 
-def test_every_claim_has_a_sweep_with_three_seeds_and_a_claim_report():
+def test_every_claim_is_a_pre_registered_design_with_a_claim_report():
     specs = claim_sweeps()
     assert [s.name for s in specs] == CLAIMS
     for spec in specs:
         assert any(k.startswith("claim_") for k in spec.reports), spec.name
-        for grid in spec.grids:
-            assert grid["seed"] == [0, 1, 2], f"{spec.name}: seeds are fixed in the sweep file"
+        design = spec.design
+        assert design.adaptive and design.budget.runs and design.budget.minutes, spec.name
+        assert design.tests and all(t.sesoi > 0 for t in design.tests), spec.name
+        assert design.alpha == 0.05 and design.power == 0.8
+        assert not any("seed" in grid for grid in spec.grids), f"{spec.name}: seeds come from the design"
         quick = quick_variant(spec)
-        assert all(g["seed"] == [0, 1][:QUICK_SEEDS] for g in quick.grids)
-        assert spec.grids[0]["seed"] == [0, 1, 2]  # the original is untouched
+        assert all(g["seed"] == list(range(QUICK_SEEDS)) for g in quick.grids) and not quick.design.adaptive
+        assert not any("seed" in grid for grid in spec.grids)  # the original is untouched
 
 
 def test_findings_md_is_built_from_the_claim_page(tmp_path):
@@ -98,4 +101,7 @@ def test_toy_experiments_compose_for_the_builtin_trainer():
     assert mismatch.precision.mismatch_scale == 8.0 and mismatch.trainer.mini_batches == 4
     sanity = validate(compose(["experiment=toy_sanity"]))
     assert sanity.dataset.train_size == 64 and sanity.trainer.steps == 400
+    onpolicy = validate(compose(["experiment=toy_onpolicy", "seed=4"]))
+    assert onpolicy.trainer.mini_batches == 1 and onpolicy.trainer.warmstart.seed == 4  # one warm start per seed
+    assert validate(compose(["experiment=toy_lowprob"])).trainer.temperature == 1.5
     assert validate(compose(["experiment=toy_mismatch", "precision=fp32"])).precision.mismatch_scale == 8.0

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from report_pages import check_page
 
@@ -79,3 +80,53 @@ def test_overview_table_sorts_in_the_browser(chromium, sweeps, built, tmp_path):
     finally:
         copy.unlink()
     assert 'data-sorted="1,1,1,1,0,0,0,0"' in dom
+
+
+def _claim_sweeps(uri):
+    """Synthetic sweeps for the claim kinds and a single-precision stability report: {kind: sweep id}."""
+    from harness.reports.synthetic import FakeRun, write_sweep
+
+    steps, evals = list(range(1, 21)), [0, 5, 10, 15, 20]
+    flat = lambda v: np.full(len(steps), v)  # noqa: E731
+    sweeps = {}
+    runs = [FakeRun(o, seed=s, metrics={
+        "objective/lowprob_masked_frac": (steps, flat((0.05 if o == "bandpo" else 0.3) + 0.01 * s)),
+        "objective/lowprob_frac": (steps, flat(0.3)), "train/entropy": (steps, flat(0.4 + 0.02 * s)),
+        "eval/accuracy": (evals, [0.3, 0.5, 0.7, 0.95, 1.0 - 0.01 * s]),
+        "train/accuracy": (steps, np.linspace(0.3, 1.0, len(steps)))}) for o in ("grpo", "bandpo") for s in range(5)]
+    write_sweep(uri, runs, "2026-08-01/00-00-00-000000", steps=20, eval_every=5)
+    sweeps["claim_bandpo"] = "2026-08-01/00-00-00-000000"
+    runs = [FakeRun(o, seed=s, precision="fp8_rollout", params={"precision.mismatch_scale": m}, metrics={
+        "eval/accuracy": (evals, [0.3, 0.4, 0.5, e, e]), "train/mismatch": (steps, flat(1e-8 + 0.003 * m))})
+        for o in ("pg_is", "cispo", "dppo") for m in (0, 8) for s in range(4)
+        for e in [(0.1 if (m == 8 and o != "dppo") else 0.6) + 0.02 * s]]
+    write_sweep(uri, runs, "2026-08-02/00-00-00-000000", steps=20, eval_every=5)
+    sweeps["claim_trust_region"] = "2026-08-02/00-00-00-000000"
+    runs = [FakeRun(o, {"delta": d}, seed=s) for o in ("dppo", "drpo") for d in (0.1, 0.2, 0.5) for s in range(3)]
+    write_sweep(uri, runs, "2026-08-03/00-00-00-000000", steps=40, eval_every=10)
+    sweeps["claim_drpo_vs_dppo"] = sweeps["stability"] = sweeps["sensitivity"] = "2026-08-03/00-00-00-000000"
+    return sweeps
+
+
+def test_claim_and_stability_pages_render_in_the_browser(chromium, shared_store, tmp_path):
+    """Each claim kind with a decision, and the stability report of a one-precision sweep, opened in headless
+    Chromium as a person would: every figure loads, the headline figure of contrasts is there, the stability
+    page says it compares no precisions and counts replicates in seeds."""
+    from harness.reports.cli import main
+
+    uri, _ = shared_store
+    keep = Path(os.environ.get("HARNESS_SCREENSHOT_DIR", tmp_path))
+    keep.mkdir(parents=True, exist_ok=True)
+    for kind, sweep in _claim_sweeps(uri).items():
+        out = tmp_path / kind
+        assert main([sweep, "--tracking-uri", uri, "--out", str(out), "--kind", kind]) == 0
+        page = out / kind / "index.html"
+        sources = check_page(page)
+        dom, shot = render(chromium, page, tmp_path)
+        shutil.copy(shot, keep / f"synthetic-{kind}.png")
+        assert re.search(r'data-broken-images="0"', dom), f"{kind}: an image failed to load"
+        assert int(re.search(r'data-images="(\d+)"', dom).group(1)) == len(sources)
+        if kind.startswith("claim_"):
+            assert "decisions.png" in sources and "Verdict: " in dom
+        if kind == "stability":
+            assert "This sweep runs one precision (fp32)" in dom and re.search(r"<th[^>]*>seeds</th>", dom)

@@ -61,7 +61,9 @@ def test_alpha_anchor_and_precision_pages(sweeps, built):
     anchor = (reports / "anchor_ablation" / "summary.md").read_text()
     assert "rollout" in anchor and "recompute" in anchor and "mismatch" in anchor
     stability = (reports / "stability" / "summary.md").read_text()
-    assert "| grpo | bf16 |" in stability and "| grpo | fp32 |" in stability and "Collapse rule" in stability
+    assert "| bf16 | 1 |" in stability and "| fp32 | 1 |" in stability and "Collapse rule" in stability
+    assert "precision=bf16" in stability  # a variant per setting: replicates are seeds only (here one each)
+    assert "Collapse detector false-alarm rate" in stability
 
 
 def test_cli_by_sweep_id_through_the_harness_cli(sweeps, tmp_path, monkeypatch):
@@ -96,7 +98,7 @@ def test_missing_data_is_said_not_fatal(shared_store, tmp_path, capsys):
     assert "FloatingPointError: non-finite loss nan at step 9" in overview and "RUNNING" in overview
     stability = (out / "stability" / "summary.md").read_text()
     assert "still running" in stability and "| 9 |" in stability  # the FAILED run collapsed at step 9
-    assert "| 10 |" in stability  # the generated collapse
+    assert "This sweep runs one precision (fp32)" in stability
     anchor = (out / "anchor_ablation" / "summary.md").read_text()
     assert "cannot show a anchor_ablation report" in anchor  # asked for by name: a page saying why
     for kind in ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry"):

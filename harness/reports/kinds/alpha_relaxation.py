@@ -18,7 +18,8 @@ from harness.reports.summary import EVAL, summarize, variants, window_mean
 
 LOWPROB = "objective/lowprob_masked_frac"
 ENTROPY = "train/entropy"
-RELAX_STYLES = {"off": "-", "both": "-", "high": "--", "low": ":"}
+RELAX_STYLES = {"off": "-", "both": "-.", "high": "--", "low": ":"}
+RELAX_MARKERS = {"off": "o", "both": "s", "high": "^", "low": "v"}
 
 
 def setting(run: Run) -> Tuple[float, str]:
@@ -48,7 +49,7 @@ def build(data: SweepData, page: Page) -> None:
         for key in sorted({setting(r) for r in members}):
             group = [r for r in members if setting(r) == key]
             done = [r for r in group if r.status == "FINISHED"]
-            final = t_interval([summarize(data, r).final_acc for r in done])
+            final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
             if len(done) < len(group):
                 page.missing(f"{name} α={fmt(key[0])} ({key[1]}): {len(group) - len(done)} of {len(group)} runs "
                              "not finished — left out of the final-accuracy column.")
@@ -86,9 +87,10 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
             for alpha, relax in settings:
                 curves = [data.curve(r, key) for r in members if setting(r) == (alpha, relax)]
                 plots.band(ax, curves, colours[alpha], f"α={fmt(alpha)} {relax}", RELAX_STYLES.get(relax, "-."),
-                           marker="o" if key == EVAL else None)
+                           marker=RELAX_MARKERS.get(relax, "s") if key == EVAL else None, metric=key)
+            steps = sorted({int(s) for r in members for s in data.curve(r, EVAL)[0]}) if key == EVAL else None
             plots.finish(ax, f"{name}: {title}", plots.STEP_LABEL, plots.label(key),
-                         legend="right" if m == len(metrics) - 1 else False)
+                         legend="right" if m == len(metrics) - 1 else False, ticks=steps)
     page.figure(fig, "curves_by_alpha", "Per objective (row): eval accuracy, clipped fraction of low-probability "
                 "tokens (ν < 0.2) and token entropy over training, by α (darker = larger α) and direction (line "
                 "style); mean over seeds with a 95% t-band.")

@@ -60,7 +60,7 @@ def build(data: SweepData, page: Page) -> None:
 
 def _row(data: SweepData, page: Page, name: str, a: str, group: List[Run]) -> list:
     done = [r for r in group if r.status == "FINISHED"]
-    final = t_interval([summarize(data, r).final_acc for r in done])
+    final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
     collapsed = [r for r in group if summarize(data, r).collapse]
     ends = [e for e in (window_mean(data.curve(r, MISMATCH)[1], first=False) for r in group) if e is not None]
     if len(done) < len(group):
@@ -83,9 +83,11 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
                 for i, a in enumerate(anchors):
                     curves = [data.curve(r, key) for r in runs if anchor(r) == a]
                     label = vkey[1].split(" · ", 1)[1] + " · " if " · " in vkey[1] else ""
-                    plots.band(ax, curves, colours[vkey], f"{label}{a}", line_style(a, ANCHOR_STYLES, i))
+                    plots.band(ax, curves, colours[vkey], f"{label}{a}", line_style(a, ANCHOR_STYLES, i),
+                               marker="os"[i % 2] if key == EVAL else None, metric=key)
+            steps = sorted({int(s) for r in members for s in data.curve(r, EVAL)[0]}) if key == EVAL else None
             plots.finish(ax, f"{objective}: {title}", plots.STEP_LABEL, plots.label(key),
-                         legend="right" if m == len(metrics) - 1 else False)
+                         legend="right" if m == len(metrics) - 1 else False, ticks=steps)
     page.figure(fig, "anchor_curves", "Per objective (row): mismatch, eval accuracy and train accuracy over "
                 "training; solid = rollout anchor, dashed = recompute anchor; mean over seeds with a 95% t-band.")
 

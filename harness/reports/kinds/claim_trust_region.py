@@ -1,95 +1,63 @@
-"""claim_trust_region (claim 2, DPPO Takeaway 1): under low-precision rollout, do the unconstrained
-objectives (pg_is, cispo) grow mismatch and collapse more often than dppo, unlike at full precision?"""
+"""claim_trust_region (claim 2, DPPO Takeaway 1): on-policy at a stable lr, does mismatch
+(precision.mismatch_scale) cost the unconstrained objectives (pg_is, cispo) more accuracy than DPPO?
+The test is the objective × mismatch interaction, declared in sweeps/claim2_trust_region.yaml."""
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from harness.reports import claims, plots
-from harness.reports.data import SweepData
+from harness.reports.data import SweepData, fmt
 from harness.reports.page import Page
-from harness.reports.palette import PRECISION_STYLES, colour, line_style
+from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
 from harness.reports.stats import t_interval
-from harness.reports.summary import EVAL, summarize
+from harness.reports.outcomes import per_seed
 
-UNCONSTRAINED = ("pg_is", "cispo")
-TRUST_REGION = "dppo"
-MISMATCH = "train/mismatch"
-RULE = ("Measures per run: collapse (the stability report's rule), drop from the best eval accuracy to the final "
-        "one, mismatch growth = mean |μ − π'| over the last 10% of steps ÷ over the first 10%, final eval accuracy. "
-        "Rule, at the low precision: (a) stability — pg_is+cispo less stable than dppo (more collapses, Fisher "
-        "p < 0.05, or a larger drop, Welch 95% CI > 0); (b) mismatch growth — the log growth of pg_is+cispo minus "
-        "dppo's has a 95% CI above 0. Reproduced if (a) and (b) are; not reproduced if either is contradicted; "
-        "inconclusive otherwise. The full-precision (fp32) runs are the control: there the same objectives "
-        "have no mismatch to amplify. " + claims.DIFF_METHOD)
+OBJECTIVES = ("pg_is", "cispo", "dppo")
+SCALE = "precision.mismatch_scale"
+SWEEP = "claim2_trust_region"
 
 
-def _low(data: SweepData) -> Optional[str]:
-    precisions = sorted({r.precision for r in data.runs if r.precision != "fp32"})
-    return precisions[0] if precisions else None
+def _runs(data: SweepData):
+    return [r for r in data.runs if r.objective in OBJECTIVES and r.param(SCALE) is not None]
 
 
 def needs(data: SweepData) -> Optional[str]:
-    names = {r.objective for r in data.runs if r.precision == _low(data)}
-    if _low(data) and names & set(UNCONSTRAINED) and TRUST_REGION in names:
+    runs = _runs(data)
+    if len({float(r.param(SCALE)) for r in runs}) >= 2 and {"dppo"} < {r.objective for r in runs}:
         return None
-    return "needs pg_is or cispo and dppo runs at a precision below fp32"
-
-
-def _growth(data, run):
-    first, last = claims.first_window(data, run, MISMATCH), claims.last_window(data, run, MISMATCH)
-    return None if not first or last is None or last <= 0 else float(last / first)
+    return "needs pg_is or cispo and dppo runs at ≥ 2 values of precision.mismatch_scale"
 
 
 def build(data: SweepData, page: Page) -> None:
-    low = _low(data)
-    runs = [r for r in data.runs if r.objective in (*UNCONSTRAINED, TRUST_REGION)]
+    runs = _runs(data)
     page.uses(runs)
-    page.text(RULE, "method")
-    rows = []
-    for (objective, precision), members in claims.group_by(runs, lambda r: (r.objective, r.precision)).items():
-        done = claims.finished(members)
-        rows.append([objective, precision, len(members),
-                     f"{sum(claims.collapsed(data, r) for r in members)}/{len(members)}",
-                     claims.fmt_interval(t_interval(claims.values(data, done, claims.drop_from_best))),
-                     claims.fmt_interval(t_interval(claims.values(data, members, _growth))),
-                     claims.fmt_interval(t_interval(claims.values(data, members, lambda d, r: claims.last_window(d, r, MISMATCH)))),
-                     claims.fmt_interval(t_interval([summarize(data, r).final_acc for r in done]))])
-    page.heading("Objective × precision")
-    page.table(["objective", "precision", "runs", "collapsed", "drop from best eval acc (95% CI)",
-                "mismatch growth × (95% CI)", "mismatch, last 10%", "final eval acc (95% CI)"], rows)
-    free = [r for r in runs if r.precision == low and r.objective in UNCONSTRAINED]
-    trust = [r for r in runs if r.precision == low and r.objective == TRUST_REGION]
-    stable = claims.stability(data, free, trust, "pg_is+cispo", "dppo")
-    log_growth = claims.welch_difference([math.log(v) for v in claims.values(data, free, _growth)],
-                                         [math.log(v) for v in claims.values(data, trust, _growth)])
-    grows = claims.direction(log_growth, "log mismatch growth, pg_is+cispo − dppo",
-                             "mismatch grows more without a trust region", "mismatch grows more under dppo")
-    control_free = [r for r in runs if r.precision == "fp32" and r.objective in UNCONSTRAINED]
-    page.heading(f"Tests at precision {low}")
-    page.table(["part", "verdict", "evidence"], [["(a) stability", stable.word, stable.reason],
-                                                 ["(b) mismatch growth", grows.word, grows.reason]])
-    if control_free:
-        control = claims.stability(data, free, control_free, f"pg_is+cispo at {low}", "pg_is+cispo at fp32")
-        page.text(f"Control (same objectives, fp32 vs {low}): {control.word} — {control.reason}.")
-    _figure(data, page, runs)
-    word = claims.combine([stable, grows])
-    claims.write_verdict(page, claims.Verdict(word, f"(a) {stable.word}, (b) {grows.word}; {stable.reason}"))
-
-
-def _figure(data, page, runs) -> None:
-    groups = claims.group_by(runs, lambda r: (r.objective, r.precision))
-    precisions = sorted({p for _, p in groups})
+    spec = claims.decisions.spec_for(data, SWEEP)
+    k = claims.design_k(spec)
+    groups = claims.group_by(runs, lambda r: f"{r.objective} · ×{fmt(float(r.param(SCALE)))}")
+    claims.describe(data, page, groups, ["final_accuracy", "gain", "mismatch"], k, "Objective × mismatch scale",
+                    "objective · mismatch scale")
+    scales = sorted({float(r.param(SCALE)) for r in runs})
     fig, axes = plots.grid(2, ncols=2, width=5.4, height=3.6)
-    for ax, key in zip(axes, (EVAL, MISMATCH)):
-        for (objective, precision), members in groups.items():
-            style = line_style(precision, PRECISION_STYLES, precisions.index(precision))
-            plots.band(ax, [data.curve(r, key) for r in members], colour(objective), f"{objective} · {precision}",
-                       style, marker="o" if key == EVAL else None)
-        plots.finish(ax, plots.label(key), plots.STEP_LABEL, plots.label(key))
-    page.figure(fig, "claim_trust_region", "Eval accuracy and mismatch per objective (colour) × precision (line "
-                "style): mean over seeds with a 95% t-band.")
+    for i, objective in enumerate(o for o in OBJECTIVES if any(r.objective == o for r in runs)):
+        for ax, name in zip(axes, ("final_accuracy", "mismatch")):
+            cis = [t_interval(list(per_seed(data, [r for r in runs if r.objective == objective
+                                                   and float(r.param(SCALE)) == s], name, k).values()),
+                              bounds=claims.measure(name).bounds) for s in scales]
+            xs = [s for s, c in zip(scales, cis) if c.mean is not None]
+            cis = [c for c in cis if c.mean is not None]
+            ax.errorbar(xs, [c.mean for c in cis],
+                        yerr=[[c.mean - (c.low if c.low is not None else c.mean) for c in cis],
+                              [(c.high if c.high is not None else c.mean) - c.mean for c in cis]],
+                        color=colour(objective), linestyle=OTHER_STYLES[i % len(OTHER_STYLES)], marker="osD"[i % 3],
+                        capsize=3, label=objective)
+    plots.finish(axes[0], "Final accuracy (last k evaluations) versus mismatch scale", "precision.mismatch_scale",
+                 plots.label("eval/accuracy"))
+    plots.finish(axes[1], "Mismatch over the last 10% of steps", "precision.mismatch_scale",
+                 plots.label("train/mismatch"))
+    page.figure(fig, "claim_trust_region", "Per objective (colour, line style and marker): mean over seeds with "
+                "95% t-intervals inside the measure's range, at each mismatch scale.")
+    claims.verdict(page, data, SWEEP)
 
 
-REPORT = ReportKind("claim_trust_region", "Claim 2: is a trust region needed under low-precision rollout?", needs, build)
+REPORT = ReportKind("claim_trust_region", "Claim 2: is a trust region needed under mismatch?", needs, build)

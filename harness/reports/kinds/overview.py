@@ -6,7 +6,7 @@ from typing import Optional
 import numpy as np
 
 from harness.reports import plots
-from harness.reports.collapse import DROP
+from harness.reports.collapse import DROP, EVAL_WINDOW
 from harness.reports.data import SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import colour
@@ -51,10 +51,11 @@ def build(data: SweepData, page: Page) -> None:
                      s.best_acc, s.collapse.step if s.collapse else None, s.last_step, run.short_id, run.error])
         classes.append(f"status-{run.status}")
     page.heading("All runs")
-    page.table(columns, rows, caption="Click a column header to sort. Final = last eval accuracy of a "
-               "finished run; collapse step from the stability report's detector.", row_classes=classes)
-    page.text(f"Collapse: eval accuracy (or train accuracy, 5-step mean) more than {DROP:g} below its running "
-              "best without recovering by the end, or a non-finite loss / FAILED with a non-finite error.",
+    page.table(columns, rows, caption="Click a column header to sort. Final = mean of the last "
+               f"{EVAL_WINDOW} eval accuracies of a finished run; collapse step from the stability report's detector.", row_classes=classes)
+    page.text(f"Collapse: eval accuracy ({EVAL_WINDOW}-evaluation mean) or train accuracy (5-step mean) ends more "
+              f"than {DROP:g} below the run's own start and stays there, or a non-finite loss / FAILED with a "
+              "non-finite error.",
               "method")
     failed = [r for r in runs if r.status in ("FAILED", "KILLED")]
     page.heading("Failed runs")

@@ -9,10 +9,12 @@ import numpy as np
 from harness.reports import plots
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.page import Page
-from harness.reports.palette import colour, shades
+from harness.reports.palette import OTHER_STYLES, colour, shades
+
+MARKERS = "osD^v<>"
 from harness.reports.registry import ReportKind
 from harness.reports.stats import T_METHOD, pooled_std, t_interval
-from harness.reports.summary import EVAL, summarize, variants
+from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
 
 VERDICT_RULE = ("Verdict rule: spread = largest minus smallest mean final accuracy across thresholds; noise = "
@@ -56,7 +58,8 @@ def build(data: SweepData, page: Page) -> None:
     groups = {k: v for k, v in _groups(data).items() if len({threshold(r)[2] for r in v}) >= 2}
     used = [r for members in groups.values() for r in members]
     page.uses(used)
-    page.text(T_METHOD + ". With one finished seed there is no interval (shown as —, hollow marker).", "method")
+    page.text(T_METHOD + f". Final accuracy = mean of the last {LAST_K} evaluations of a run. With one finished "
+              "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
     rows, verdicts = [], []
     for (objective, name), members in groups.items():
@@ -68,8 +71,8 @@ def build(data: SweepData, page: Page) -> None:
         for value in sorted(by_value, key=lambda v: (v is None, v)):
             group = by_value[value]
             done = [r for r in group if r.status == "FINISHED" and summarize(data, r).final_acc is not None]
-            final = t_interval([summarize(data, r).final_acc for r in done])
-            best = t_interval([summarize(data, r).best_acc for r in done])
+            final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
+            best = t_interval([summarize(data, r).best_acc for r in done], bounds=(0.0, 1.0))
             finals[value] = [summarize(data, r).final_acc for r in done]
             not_done = len(group) - len(done)
             if not_done:
@@ -98,19 +101,21 @@ def _accuracy_vs_threshold(data: SweepData, page: Page, groups: Dict) -> None:
     fig, axes = plots.grid(2)
     values_seen: List[float] = []
     for which, ax in zip(("final_acc", "best_acc"), axes):
-        for (objective, name), members in groups.items():
+        for g, ((objective, name), members) in enumerate(groups.items()):
             values = sorted({threshold(r)[2] for r in members})
             values_seen += values
             xs, means, errs, hollow = [], [], [], []
             for v in values:
                 done = [r for r in members if threshold(r)[2] == v and r.status == "FINISHED"]
-                ci = t_interval([getattr(summarize(data, r), which) for r in done])
+                ci = t_interval([getattr(summarize(data, r), which) for r in done], bounds=(0.0, 1.0))
                 if ci.mean is None:
                     continue
-                xs.append(v), means.append(ci.mean), errs.append(ci.half_width or 0.0), hollow.append(ci.n < 2)
+                xs.append(v), means.append(ci.mean), hollow.append(ci.n < 2)
+                errs.append((ci.mean - ci.low, ci.high - ci.mean) if ci.low is not None else (0.0, 0.0))
             if not xs:
                 continue
-            ax.errorbar(xs, means, yerr=errs, color=colour(objective), marker="o", capsize=3, linewidth=1.5,
+            ax.errorbar(xs, means, yerr=np.array(errs).T, color=colour(objective), marker=MARKERS[g % len(MARKERS)],
+                        linestyle=OTHER_STYLES[g % len(OTHER_STYLES)], capsize=3, linewidth=1.5,
                         label=f"{name} ({threshold(members[0])[1]})")
             single = [(x, m) for x, m, h in zip(xs, means, hollow) if h]
             if single:
@@ -120,8 +125,8 @@ def _accuracy_vs_threshold(data: SweepData, page: Page, groups: Dict) -> None:
         plots.finish(ax, f"{what.capitalize()} eval accuracy vs threshold",
                      _axis_label(groups) + (", log scale" if log else ""),
                      f"{what} eval accuracy (fraction correct)")
-    page.figure(fig, "accuracy_vs_threshold", "Mean over finished seeds with 95% Student-t error bars; hollow "
-                "markers: one seed (no interval). Colour = objective.")
+    page.figure(fig, "accuracy_vs_threshold", "Mean over finished seeds with 95% Student-t error bars inside "
+                "[0, 1]; hollow markers: one seed (no interval). Colour, marker and line style = objective/variant.")
 
 
 def _axis_label(groups: Dict) -> str:
@@ -141,12 +146,15 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
     for ax, ((objective, name), members) in zip(axes, groups.items()):
         values = sorted({threshold(r)[2] for r in members})
         symbol = threshold(members[0])[1]
-        for v, c in zip(values, shades(objective, len(values))):
+        for i, (v, c) in enumerate(zip(values, shades(objective, len(values)))):
             curves = [data.curve(r, EVAL) for r in members if threshold(r)[2] == v]
-            plots.band(ax, curves, c, f"{symbol}={fmt(v)}", marker="o")
-        plots.finish(ax, f"{name}: eval accuracy per {symbol}", plots.STEP_LABEL, plots.label(EVAL))
+            plots.band(ax, curves, c, f"{symbol}={fmt(v)}", OTHER_STYLES[i % len(OTHER_STYLES)],
+                       marker=MARKERS[i % len(MARKERS)], metric=EVAL)
+        steps = sorted({int(s) for r in members for s in data.curve(r, EVAL)[0]})
+        plots.finish(ax, f"{name}: eval accuracy per {symbol}", plots.STEP_LABEL, plots.label(EVAL), ticks=steps)
     page.figure(fig, "learning_curves", "Eval accuracy over training, mean over seeds with a 95% t-band "
-                "(where ≥ 2 seeds); darker = larger threshold. n = runs per line (all statuses).")
+                "(where ≥ 2 seeds) inside [0, 1]; darker = larger threshold, and each threshold has its own line style "
+                "and marker. x ticks: the evaluation steps. n = runs per line (all statuses).")
 
 
 REPORT = ReportKind("sensitivity", "Threshold sensitivity", needs, build)

@@ -1,5 +1,7 @@
-"""stability: per objective × precision, mismatch growth, entropy, gradient norm and accuracy over time,
-and automatic collapse detection (`collapse.py`) with the step each run collapsed at."""
+"""stability: per variant (objective × precision × the sweep's other axes; replicates are seeds only),
+mismatch growth, entropy, gradient norm and accuracy over time, and automatic collapse detection
+(`collapse.py`) with the step each run collapsed at and the detector's false-alarm rate on fp32 runs of
+trust-region objectives. With one precision it says so and compares the other axes instead."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
@@ -7,20 +9,23 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from harness.reports import plots
-from harness.reports.collapse import DROP, TRAIN_WINDOW
+from scipy import stats
+
+from harness.reports.collapse import DROP, EVAL_WINDOW, TRAIN_WINDOW
 from harness.reports.data import Run, SweepData
 from harness.reports.page import Page
-from harness.reports.palette import PRECISION_STYLES, colour, line_style
+from harness.reports.palette import OTHER_STYLES, PRECISION_STYLES, colour, line_style, shades
 from harness.reports.registry import ReportKind
 from harness.reports.stats import t_interval
-from harness.reports.summary import EVAL, summarize, window_mean
+from harness.reports.summary import EVAL, summarize, variants, window_mean
 
 METRICS = [("train/mismatch", "mismatch |μ − π'|"), ("train/entropy", "entropy"),
            ("train/grad_norm", "gradient norm"), (EVAL, "eval accuracy")]
-RULE = (f"Collapse rule: eval accuracy, or train accuracy averaged over {TRAIN_WINDOW} steps, falls more than "
-        f"{DROP:g} (accuracy points) below its running best and does not come back within {DROP:g} of it by the "
-        "end of the run; or the loss becomes non-finite; or the run FAILED with a non-finite error. The step "
-        "is the first step of that final fall.")
+RULE = (f"Collapse rule: eval accuracy averaged over {EVAL_WINDOW} evaluations, or train accuracy averaged over "
+        f"{TRAIN_WINDOW} steps, ends more than {DROP:g} (accuracy points) below the run's own start (the mean of its "
+        "first window) and stays there; or the loss becomes non-finite; or the run FAILED with a non-finite error. "
+        "The step is the first step of that final stretch.")
+STABLE = ("dppo", "bandpo", "grpo", "grpo_cliphigher", "minirl")  # objectives with a trust region or clip
 
 
 def needs(data: SweepData) -> Optional[str]:
@@ -30,22 +35,45 @@ def needs(data: SweepData) -> Optional[str]:
 
 
 def _groups(data: SweepData) -> Dict[Tuple[str, str], List[Run]]:
-    out: Dict[Tuple[str, str], List[Run]] = {}
-    for r in data.runs:
-        out.setdefault((r.objective, r.precision), []).append(r)
-    return dict(sorted(out.items()))
+    """{(objective, variant label): runs}: every sweep axis except the seed splits groups, so the runs of a
+    group differ only in their seed (replication counts seeds, never δ values or other settings)."""
+    return variants(data, data.runs, compare=[])
+
+
+def false_alarms(data: SweepData) -> Tuple[int, int]:
+    """(collapses flagged, runs) among FINISHED runs without mismatch (fp32, or mismatch_scale 0) of objectives
+    with a trust region: such runs are expected not to collapse, so a flag there is a false alarm."""
+    calm = [r for r in data.runs if r.status == "FINISHED" and r.objective in STABLE
+            and (r.precision == "fp32" or r.param("precision.mismatch_scale") in (0, 0.0))]
+    return sum(summarize(data, r).collapse is not None for r in calm), len(calm)
 
 
 def build(data: SweepData, page: Page) -> None:
     groups = _groups(data)
     page.uses(data.runs)
     page.text(RULE, "method")
+    precisions = sorted({r.precision for r in data.runs})
+    if len(precisions) < 2:
+        page.text(f"This sweep runs one precision ({precisions[0]}): nothing here compares precisions; the report "
+                  "compares its variants (objective and the sweep's other axes) at that precision instead.")
+    flagged, calm = false_alarms(data)
+    if calm:
+        ci = stats.binomtest(flagged, calm).proportion_ci(0.95, method="exact")
+        page.text(f"Collapse detector false-alarm rate: {flagged}/{calm} finished runs without mismatch (fp32 or "
+                  f"mismatch_scale 0) of trust-region objectives ({', '.join(STABLE)}) flagged = {flagged / calm:.1%} "
+                  f"[{ci.low:.1%}, {ci.high:.1%}] (Clopper–Pearson 95%). Method: such runs are expected stable, so "
+                  "every flag among them is counted as a false alarm.", "method")
+    else:
+        page.text("Collapse detector false-alarm rate: not measurable in this sweep (no finished fp32 / "
+                  "mismatch_scale 0 run of a trust-region objective). Method: the share of such runs the detector "
+                  "flags.", "method")
     running = [r for r in data.runs if r.status in ("RUNNING", "SCHEDULED")]
     if running:
         page.missing(f"{len(running)} run{'s are' if len(running) > 1 else ' is'} still running: a collapse after "
                      "their last logged step cannot be seen yet.")
     rows = []
-    for (objective, precision), runs in groups.items():
+    for (objective, name), runs in groups.items():
+        precision = runs[0].precision
         first, last, ent0, ent1, gmax = [], [], [], [], []
         for r in runs:
             mm, ent, gn = (data.curve(r, k)[1] for k in ("train/mismatch", "train/entropy", "train/grad_norm"))
@@ -54,12 +82,12 @@ def build(data: SweepData, page: Page) -> None:
             finite = gn[np.isfinite(gn)]
             gmax.append(float(finite.max()) if len(finite) else None)
         m0, m1 = _mean(first), _mean(last)
-        final = t_interval([summarize(data, r).final_acc for r in runs if r.status == "FINISHED"])
+        final = t_interval([summarize(data, r).final_acc for r in runs if r.status == "FINISHED"], bounds=(0.0, 1.0))
         collapsed = sum(1 for r in runs if summarize(data, r).collapse)
-        rows.append([objective, precision, len(runs), m0, m1, (m1 / m0) if m0 and m1 is not None else None,
+        rows.append([name, precision, len({r.seed for r in runs}), m0, m1, (m1 / m0) if m0 and m1 is not None else None,
                      _mean(ent0), _mean(ent1), _mean(gmax), final.mean, f"{collapsed}/{len(runs)}"])
-    page.heading("Objective × precision")
-    page.table(["objective", "precision", "runs", "mismatch first 10%", "mismatch last 10%", "mismatch growth ×",
+    page.heading("Variants (objective × precision × other axes)")
+    page.table(["variant", "precision", "seeds", "mismatch first 10%", "mismatch last 10%", "mismatch growth ×",
                 "entropy first 10%", "entropy last 10%", "max grad norm (mean over runs)", "final acc (mean)",
                 "collapsed"], rows, caption="First/last 10% = mean over the first/last tenth of the logged steps.")
     page.heading("Collapsed runs")
@@ -79,24 +107,36 @@ def _mean(values) -> Optional[float]:
 
 def _curves(data: SweepData, page: Page, groups: Dict) -> None:
     fig, axes = plots.grid(len(METRICS), ncols=2, width=5.6, height=3.6)
-    precisions = sorted({p for _, p in groups})
+    precisions = sorted({runs[0].precision for runs in groups.values()})
+    single = len(precisions) < 2
+    eval_steps = sorted({int(s) for runs in groups.values() for r in runs for s in data.curve(r, EVAL)[0]})
     for ax, (key, title) in zip(axes, METRICS):
-        for (objective, precision), runs in groups.items():
-            style = line_style(precision, PRECISION_STYLES, precisions.index(precision))
-            plots.band(ax, [data.curve(r, key) for r in runs], colour(objective), f"{objective} · {precision}",
-                       style, marker="o" if key == EVAL else None)
-        log = key == "train/grad_norm" and any((np.asarray(ln.get_ydata()) > 0).any() for ln in ax.lines)
+        log = key == "train/grad_norm"
+        for i, ((objective, name), runs) in enumerate(groups.items()):
+            precision = runs[0].precision
+            style = OTHER_STYLES[i % len(OTHER_STYLES)] if single else line_style(precision, PRECISION_STYLES,
+                                                                                   precisions.index(precision))
+            plots.band(ax, [data.curve(r, key) for r in runs], _colour(objective, name, groups), name, style,
+                       marker="osD^v<>"[i % 7] if key == EVAL else None, metric=key, log=log)
+        log = log and any((np.asarray(ln.get_ydata()) > 0).any() for ln in ax.lines)
         if log:
             from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
             ax.set_yscale("log")
             ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
             ax.yaxis.set_minor_formatter(NullFormatter())
-        plots.finish(ax, f"{title} by objective × precision", plots.STEP_LABEL,
-                     plots.label(key) + (", log scale" if log else ""))
-    page.figure(fig, "stability_curves", "Mean over the runs of each objective (colour) × precision (line style) "
-                "with a 95% t-band.")
+        plots.finish(ax, f"{title} by variant", plots.STEP_LABEL,
+                     "grad norm (L2, log scale)" if log else plots.label(key),
+                     ticks=eval_steps if key == EVAL else None)
+    page.figure(fig, "stability_curves", "Mean over the seeds of each variant (colour: objective, shade: variant; "
+                + ("line style: variant" if single else "line style: precision") + ") with a 95% t-band inside the "
+                "measure's range; the log-scale panel shows the geometric mean with a band of log values.")
     _collapse_figure(data, page)
+
+
+def _colour(objective: str, name: str, groups) -> str:
+    names = [n for (o, n) in groups if o == objective]
+    return shades(objective, len(names))[names.index(name)] if len(names) > 1 else colour(objective)
 
 
 def _collapse_figure(data: SweepData, page: Page) -> None:
@@ -117,4 +157,4 @@ def _collapse_figure(data: SweepData, page: Page) -> None:
                 "collapse step (red dashed line).")
 
 
-REPORT = ReportKind("stability", "Stability across precisions", needs, build)
+REPORT = ReportKind("stability", "Stability: mismatch, entropy and collapse per variant", needs, build)

@@ -1,0 +1,257 @@
+"""The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see harness/sweeps/design.py),
+evaluated on its runs: one row per test, the headline figure of paired differences with their intervals,
+and the claim's verdict. Every report that decides something (the claim kinds, `decisions`) goes through
+here, so they share one statistics core (`inference.py`) and one set of words.
+
+Per test: the contrast's estimate with its interval at the look's α, the p-values for the claim and
+against it, the seeds per arm its SESOI needs at the target power given the observed spread, and, when
+undecided, the exact command that runs the missing seeds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import stats
+
+from harness.reports import inference, plots
+from harness.reports.data import Run, SweepData, fmt
+from harness.reports.outcomes import measure, per_seed
+from harness.reports.page import Page
+from harness.reports.sequential import level
+
+VERDICT_PREFIX = "Verdict: "
+METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
+          "paired (a one-sample t-test on the per-seed contrasts); otherwise Welch's t. Reproduced: the claimed "
+          "direction is shown at the look's one-sided α. Not reproduced: the opposite direction, or equivalence "
+          "within ±SESOI (two one-sided tests), is shown at that α. Inconclusive: neither; then the power figure "
+          "(seeds per arm for the target power at the SESOI, given the observed spread) and the command that "
+          "runs the missing seeds are printed. Intervals: the (1 − 2α) t-interval, intersected with the range "
+          "the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
+          "correction needed); not reproduced if a contradiction survives Holm's correction over the tests.")
+
+
+@dataclass
+class Outcome:
+    test: Any  # design.TestSpec
+    decision: inference.Decision
+    arms: List[Tuple[str, Dict[object, float]]]  # (selector text, {seed: value})
+    alpha: float
+    command: Optional[str]
+
+
+def spec_for(data: SweepData, default: Optional[str] = None):
+    """The named sweep's spec: from the sweep folder (<root>/multirun/<name>/<stamp>), else `default`."""
+    from harness.sweeps.spec import load_sweep
+
+    names = []
+    if data.sweep_dir is not None and data.sweep_dir.parent.parent.name == "multirun":
+        names.append(data.sweep_dir.parent.name)
+    if default:
+        names.append(default)
+    for name in names:
+        try:
+            return load_sweep(name)
+        except ValueError:
+            continue
+    return None
+
+
+def matches(run: Run, selector) -> bool:
+    for key, wanted in selector:
+        have = run.param(key)
+        if key == "algo.name":
+            have = run.objective
+        if key == "precision.name":
+            have = run.precision
+        if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(have, (int, float)):
+            if not np.isclose(float(have), float(wanted)):
+                return False
+        elif str(have) != str(wanted):
+            return False
+    return True
+
+
+def selector_text(selector) -> str:
+    return ",".join(f"{k.replace('algo.name', 'algo').replace('precision.name', 'precision')}={v}"
+                    for k, v in selector)
+
+
+def jobs_per_seed(spec) -> int:
+    total = 0
+    for grid in spec.grids:
+        count = 1
+        for axis, values in grid.items():
+            if axis != "seed" and isinstance(values, list):
+                count *= len(values)
+        total += count
+    return max(1, total)
+
+
+def look_alpha(spec, n: int) -> float:
+    design = spec.design
+    if not design.adaptive:
+        return design.alpha
+    max_seeds = design.max_seeds(jobs_per_seed(spec))
+    return level(n, design.budget.per_round, max_seeds, design.alpha)
+
+
+def evaluate(data: SweepData, spec) -> List[Outcome]:
+    design = spec.design
+    out = []
+    for test in design.tests:
+        m = measure(test.measure)
+        arms = [(selector_text(sel), per_seed(data, [r for r in data.runs if matches(r, sel)], test.measure,
+                                              design.last_k)) for sel, _ in test.contrast]
+        weights = [w for _, w in test.contrast]
+        n = min((len(a) for _, a in arms), default=0)
+        alpha = look_alpha(spec, n)
+        bounds = _contrast_bounds(m.bounds, weights, test.offset)
+        if test.method == "fisher":
+            decision = _fisher(arms, weights, alpha)
+        else:
+            est = inference.estimate([a for _, a in arms], weights, test.offset)
+            decision = inference.decide(est, test.hypothesis, test.sesoi, alpha, design.power, bounds,
+                                        arms=len(arms), alpha_power=design.alpha)
+        out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms)))
+    return out
+
+
+def _contrast_bounds(bounds, weights, offset):
+    """Range of Σ w·mean − offset when each mean lies in `bounds` (None where unbounded)."""
+    low = high = -offset
+    for w in weights:
+        lo, hi = bounds
+        ends = [w * lo if lo is not None else None, w * hi if hi is not None else None]
+        if w < 0:
+            ends.reverse()
+        low = None if low is None or ends[0] is None else low + ends[0]
+        high = None if high is None or ends[1] is None else high + ends[1]
+    return low, high
+
+
+def _fisher(arms, weights, alpha) -> inference.Decision:
+    (_, a), (_, b) = arms if weights[0] > 0 else arms[::-1]
+    k1, n1, k2, n2 = int(sum(a.values())), len(a), int(sum(b.values())), len(b)
+    if not n1 or not n2:
+        return inference.Decision(inference.INCONCLUSIVE, "an arm has no runs", None, None, None, None, None,
+                                  alpha, None)
+    p_more = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
+    p_less = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="less")[1])
+    facts = f"{k1}/{n1} vs {k2}/{n2}, one-sided Fisher p = {p_more:.3f} (more), {p_less:.3f} (fewer)"
+    word = (inference.REPRODUCED if p_more < alpha else inference.NOT_REPRODUCED if p_less < alpha
+            else inference.INCONCLUSIVE)
+    return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_more, p_less, alpha, None)
+
+
+def _command(spec, decision, arms) -> Optional[str]:
+    if decision.decided:
+        return None
+    have = max((len(a) for _, a in arms), default=0)
+    if spec.design.adaptive:
+        cap = spec.design.max_seeds(jobs_per_seed(spec))
+        if have >= cap:
+            return None  # the declared budget is spent
+        return f"python -m harness sweep {spec.name}"
+    want = max(have + 1, decision.seeds_needed or have + 1)
+    return f"python -m harness sweep {spec.name} 'seed=range({have},{want})'"
+
+
+def overall(outcomes: Sequence[Outcome], alpha: float) -> Tuple[str, str]:
+    """The claim's verdict from its tests; checks (`check: true`) are reported beside it, not combined."""
+    parts = [o for o in outcomes if not o.test.check]
+    checks = [o for o in outcomes if o.test.check]
+    word, why = inference.combine([o.decision for o in parts], alpha)
+    text = "; ".join(f"{o.test.name}: {o.decision.word}" for o in parts) + f" ({why})"
+    if checks:
+        text += "; checks, not in the verdict: " + "; ".join(f"{o.test.name}: {o.decision.word}" for o in checks)
+    return word, text
+
+
+def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") -> Optional[str]:
+    """The tests table, the headline figure and the verdict line; returns the verdict word (None: no tests)."""
+    if spec is None or not spec.design.tests:
+        page.missing("No declared tests found for this sweep (a `tests:` list in its sweep file): no verdict.")
+        return None
+    outcomes = evaluate(data, spec)
+    design = spec.design
+    page.heading(heading)
+    page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
+              f"{design.power:g}, outcome window last_k = {design.last_k} evaluations"
+              + (f"; seeds: auto, budget {_budget(design)}, α spent per look by an O'Brien–Fleming-type "
+                 "Lan–DeMets function (harness/reports/sequential.py)." if design.adaptive else "."), "method")
+    rows = []
+    for o in outcomes:
+        d, t = o.decision, o.test
+        contrast = " ".join(f"{'+' if w > 0 else '−'}{fmt(abs(w))}·[{s}]" for (s, _), (_, w) in zip(o.arms, t.contrast))
+        contrast += f" − {fmt(t.offset)}" if t.offset else ""
+        est = "—" if d.estimate is None else (f"{fmt(d.estimate.value)} [{fmt(d.low)}, {fmt(d.high)}] "
+                                              f"({'paired' if d.estimate.paired else 'Welch'}, n={d.estimate.n})")
+        rows.append([t.name, t.measure, t.hypothesis, contrast, fmt(t.sesoi), est, fmt(o.alpha, 4),
+                     None if d.p_effect is None else fmt(d.p_effect, 3),
+                     None if d.p_against is None else fmt(d.p_against, 3), d.word,
+                     d.seeds_needed, d.reason])
+    page.table(["test", "measure", "hypothesis", "contrast c", "SESOI", "c [interval at α]", "α (this look)",
+                "p (claim)", "p (against)", "verdict", f"seeds/arm for {design.power:.0%} power", "why"], rows)
+    commands = [o for o in outcomes if not o.decision.decided]
+    for o in commands:
+        if o.command:
+            page.text(f"Undecided: {o.test.name} — the SESOI {fmt(o.test.sesoi)} needs "
+                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power; run the "
+                      f"missing seeds with: {o.command}")
+        else:
+            page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; the SESOI needs "
+                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power.")
+    _figure(page, outcomes)
+    word, reason = overall(outcomes, design.alpha)
+    page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
+    return word
+
+
+def _budget(design) -> str:
+    b = design.budget
+    parts = [f"{b.runs} runs" if b.runs else "", f"{fmt(b.minutes)} min" if b.minutes else "",
+             f"{b.per_round} seeds per round", f"≤ {b.max_seeds} seeds"]
+    return ", ".join(p for p in parts if p)
+
+
+MARKERS = {inference.REPRODUCED: ("o", "#1b7837"), inference.NOT_REPRODUCED: ("s", "#b2182b"),
+           inference.INCONCLUSIVE: ("D", "#555555")}
+
+
+def _figure(page: Page, outcomes: Sequence[Outcome]) -> None:
+    shown = [o for o in outcomes if o.decision.estimate is not None]
+    if not shown:
+        return
+    fig, axes = plots.grid(1, ncols=1, width=9.0, height=1.4 + 0.55 * len(shown), left=2.7)
+    ax = axes[0]
+    span = []
+    for i, o in enumerate(shown):
+        y = len(shown) - 1 - i
+        d = o.decision
+        marker, col = MARKERS[d.word]
+        ax.axhspan(y - 0.4, y + 0.4, xmin=0, xmax=1, color="#f0f0f0", zorder=0) if i % 2 else None
+        if o.test.hypothesis == "noninferior":
+            ax.plot([-o.test.sesoi] * 2, [y - 0.4, y + 0.4], color="#777", linestyle=":", linewidth=1.2)
+        else:
+            ax.fill_betweenx([y - 0.4, y + 0.4], -o.test.sesoi, o.test.sesoi, color="#cfe3f3", zorder=1)
+        ax.errorbar([d.estimate.value], [y], xerr=[[d.estimate.value - d.low], [d.high - d.estimate.value]],
+                    fmt=marker, color=col, capsize=4, markersize=6, linewidth=1.6, zorder=3)
+        span += [d.low, d.high, o.test.sesoi, -o.test.sesoi]
+    ax.axvline(0, color="#000", linewidth=0.8)
+    ax.set_yticks(range(len(shown)))
+    ax.set_yticklabels([plots.wrap(o.test.name, 34) for o in reversed(shown)])
+    ax.set_ylim(-0.6, len(shown) - 0.4)
+    lo, hi = min(span), max(span)
+    pad = 0.08 * (hi - lo or 1.0)
+    ax.set_xlim(lo - pad, hi + pad)
+    for word, (marker, col) in MARKERS.items():
+        ax.plot([], [], marker, color=col, label=word)
+    ax.fill_between([], [], color="#cfe3f3", label="±SESOI (equivalence region)")
+    plots.finish(ax, "Declared contrasts with their intervals at each look's α", "contrast c (measure units)", "",
+                 legend=True)
+    page.figure(fig, "decisions", "Headline: each declared test's contrast (paired over seeds where the arms share "
+                "them) with its (1 − 2α) interval; shaded band: ±SESOI (dotted line: −SESOI of a non-inferiority "
+                "test); marker shape and colour: verdict (circle reproduced, square not reproduced, diamond "
+                "inconclusive).")

@@ -1,0 +1,220 @@
+"""Decisions on a declared contrast between arms of a sweep, built on scipy.stats.
+
+Every test is a linear contrast c = Σ wᵢ·mean(armᵢ) − offset (two arms: w = (+1, −1); an interaction:
+(+1, −1, −1, +1); a target: one arm, offset = target). When the arms share seeds the contrast is formed
+per seed and tested with a one-sample t-test on those per-seed values (paired); otherwise the arms' means
+are combined with a Welch–Satterthwaite standard error. Three one-sided questions are asked of c:
+
+  effect      c > 0 (or > −SESOI for `noninferior`): the claim,
+  opposite    c < 0 (or < −SESOI), the data contradict the claim,
+  equivalence |c| < SESOI (two one-sided tests, TOST): no effect worth the name.
+
+Each answers at the level α the caller gives (a sequential design gives each look its share of α). The
+interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
+values in [0, 1] lies in [0, 1]; intersecting keeps its coverage and keeps bands inside the axis).
+Power: the seeds per arm that the declared SESOI needs at the target power, given the observed standard
+deviation, from the noncentral t distribution.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from scipy import stats
+
+HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+MAX_SEEDS_SEARCHED = 10000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A contrast's estimate: value, standard error, degrees of freedom, seeds per arm, paired or not."""
+
+    value: float
+    se: float
+    df: float
+    n: int
+    paired: bool
+    sd_unit: float  # SD of one seed's contrast (paired) or sqrt(Σ w² s²) (unpaired): what power scales
+
+    def p_above(self, threshold: float) -> float:
+        """One-sided p-value of H0: c ≤ threshold against c > threshold."""
+        if self.se == 0:
+            return 0.0 if self.value > threshold else 1.0
+        return float(stats.t.sf((self.value - threshold) / self.se, self.df))
+
+    def p_below(self, threshold: float) -> float:
+        """One-sided p-value of H0: c ≥ threshold against c < threshold."""
+        if self.se == 0:
+            return 0.0 if self.value < threshold else 1.0
+        return float(stats.t.cdf((self.value - threshold) / self.se, self.df))
+
+    def interval(self, level: float, bounds: Tuple[Optional[float], Optional[float]] = (None, None)):
+        """Two-sided (1 − 2·level) interval, the one whose ends are the one-sided tests at `level`."""
+        half = 0.0 if self.se == 0 else float(stats.t.ppf(1.0 - level, self.df)) * self.se
+        low, high = self.value - half, self.value + half
+        if bounds[0] is not None:
+            low, high = max(low, bounds[0]), max(high, bounds[0])
+        if bounds[1] is not None:
+            low, high = min(low, bounds[1]), min(high, bounds[1])
+        return low, high
+
+
+def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offset: float = 0.0,
+             ) -> Optional[Estimate]:
+    """The contrast Σ wᵢ·armᵢ − offset. arms: {seed: value} per arm. Paired over the seeds every arm has
+    when there are ≥ 2 of them; else Welch over each arm's values. None when an arm has < 2 values."""
+    shared = set.intersection(*(set(a) for a in arms)) if arms else set()
+    w = np.asarray(weights, dtype=np.float64)
+    if len(shared) >= 2:
+        seeds = sorted(shared, key=str)
+        per_seed = np.array([sum(wi * arm[s] for wi, arm in zip(w, arms)) for s in seeds]) - offset
+        sd = float(per_seed.std(ddof=1))
+        return Estimate(float(per_seed.mean()), sd / math.sqrt(len(seeds)), len(seeds) - 1, len(seeds), True, sd)
+    values = [np.asarray(list(a.values()), dtype=np.float64) for a in arms]
+    if any(len(v) < 2 for v in values):
+        return None
+    terms = np.array([wi ** 2 * v.var(ddof=1) / len(v) for wi, v in zip(w, values)])
+    se = float(math.sqrt(terms.sum()))
+    df_den = sum(t ** 2 / (len(v) - 1) for t, v in zip(terms, values))
+    df = float(terms.sum() ** 2 / df_den) if df_den > 0 else float(sum(len(v) - 1 for v in values))
+    value = float(sum(wi * v.mean() for wi, v in zip(w, values))) - offset
+    sd_unit = float(math.sqrt(sum(wi ** 2 * v.var(ddof=1) for wi, v in zip(w, values))))
+    return Estimate(value, se, df, min(len(v) for v in values), False, sd_unit)
+
+
+def seeds_needed(sd_unit: float, effect: float, alpha: float, power: float, paired: bool, arms: int = 2) -> Optional[int]:
+    """Smallest seeds per arm for a one-sided t-test at `alpha` to detect `effect` with `power`, if the
+    per-seed standard deviation of the contrast is `sd_unit` (unpaired: sqrt(Σ w²σ²)). None if effect ≤ 0."""
+    if effect <= 0:
+        return None
+    if sd_unit <= 0:
+        return 2
+    normal = ((stats.norm.isf(alpha) + stats.norm.ppf(power)) * sd_unit / effect) ** 2  # z-test: a lower bound
+    if normal >= MAX_SEEDS_SEARCHED:
+        return MAX_SEEDS_SEARCHED
+    for n in range(max(2, int(normal)), MAX_SEEDS_SEARCHED):
+        df = n - 1 if paired else arms * (n - 1)
+        ncp = effect / (sd_unit / math.sqrt(n))
+        critical = stats.t.ppf(1.0 - alpha, df)
+        achieved = stats.nct.sf(critical, df, ncp)
+        if not np.isfinite(achieved):  # the noncentral t's series fails far in the tail: the normal limit
+            achieved = stats.norm.sf(critical - ncp)
+        if achieved >= power:
+            return n
+    return MAX_SEEDS_SEARCHED
+
+
+@dataclass(frozen=True)
+class Decision:
+    word: str  # reproduced | not reproduced | inconclusive
+    reason: str
+    estimate: Optional[Estimate]
+    low: Optional[float]
+    high: Optional[float]
+    p_effect: Optional[float]
+    p_against: Optional[float]
+    alpha: float
+    seeds_needed: Optional[int]
+
+    @property
+    def decided(self) -> bool:
+        return self.word != INCONCLUSIVE
+
+
+def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float, power: float = 0.8,
+           bounds: Tuple[Optional[float], Optional[float]] = (None, None), arms: int = 2,
+           alpha_power: Optional[float] = None, with_power: bool = True) -> Decision:
+    """Verdict on one contrast at level `alpha` (one-sided, per question).
+
+    greater: reproduced if c > 0; not reproduced if c < 0 or |c| < SESOI (TOST) is shown.
+    less: the mirror image. noninferior: reproduced if c > −SESOI; not reproduced if c < −SESOI.
+    equivalent: reproduced if |c| < SESOI (TOST); not reproduced if c > SESOI or c < −SESOI is shown
+    (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`)."""
+    if hypothesis not in HYPOTHESES:
+        raise ValueError(f"hypothesis {hypothesis!r} is not allowed; allowed: {', '.join(HYPOTHESES)}")
+    if est is None:
+        return Decision(INCONCLUSIVE, "fewer than 2 seeds in some arm: no test", None, None, None, None, None,
+                        alpha, None)
+    low, high = est.interval(alpha, bounds)
+    if hypothesis == "less":
+        flipped = Estimate(-est.value, est.se, est.df, est.n, est.paired, est.sd_unit)
+        d = decide(flipped, "greater", sesoi, alpha, power, (None, None), arms, alpha_power, with_power)
+        return Decision(d.word, f"claimed c < 0, tested as −c > 0: {d.reason}", est, low, high, d.p_effect,
+                        d.p_against, alpha, d.seeds_needed)
+    if hypothesis == "greater":
+        p_effect = est.p_above(0.0)
+        p_opposite = est.p_below(0.0)
+        p_equiv = max(est.p_above(-sesoi), est.p_below(sesoi))
+        if p_effect < alpha:
+            word, why = REPRODUCED, f"c > 0 shown (p = {_p(p_effect)} < {alpha:.3g})"
+        elif p_opposite < alpha:
+            word, why = NOT_REPRODUCED, f"c < 0 shown: the opposite direction (p = {_p(p_opposite)} < {alpha:.3g})"
+        elif p_equiv < alpha:
+            word, why = NOT_REPRODUCED, (f"equivalence shown: |c| < SESOI {sesoi:g} (TOST p = {_p(p_equiv)} "
+                                         f"< {alpha:.3g})")
+        else:
+            word, why = INCONCLUSIVE, (f"neither c > 0 (p = {_p(p_effect)}), c < 0 (p = {_p(p_opposite)}) nor "
+                                       f"|c| < {sesoi:g} (TOST p = {_p(p_equiv)}) at {alpha:.3g}")
+        p_against = min(p_opposite, p_equiv)
+        effect = sesoi
+    elif hypothesis == "noninferior":
+        p_effect, p_against = est.p_above(-sesoi), est.p_below(-sesoi)
+        if p_effect < alpha:
+            word, why = REPRODUCED, f"c > −{sesoi:g} shown (p = {_p(p_effect)} < {alpha:.3g})"
+        elif p_against < alpha:
+            word, why = NOT_REPRODUCED, f"c < −{sesoi:g} shown (p = {_p(p_against)} < {alpha:.3g})"
+        else:
+            word, why = INCONCLUSIVE, (f"neither c > −{sesoi:g} (p = {_p(p_effect)}) nor c < −{sesoi:g} "
+                                       f"(p = {_p(p_against)}) at {alpha:.3g}")
+        effect = sesoi
+    else:  # equivalent
+        p_effect = max(est.p_above(-sesoi), est.p_below(sesoi))
+        p_against = 2.0 * min(est.p_above(sesoi), est.p_below(-sesoi))
+        if p_effect < alpha:
+            word, why = REPRODUCED, f"|c| < {sesoi:g} shown (TOST p = {_p(p_effect)} < {alpha:.3g})"
+        elif p_against < alpha:
+            word, why = NOT_REPRODUCED, f"|c| > {sesoi:g} shown (p = {_p(p_against)} < {alpha:.3g}, both sides)"
+        else:
+            word, why = INCONCLUSIVE, (f"neither |c| < {sesoi:g} (TOST p = {_p(p_effect)}) nor |c| > {sesoi:g} "
+                                       f"(p = {_p(min(1.0, p_against))}) at {alpha:.3g}")
+        effect = sesoi
+    needed = seeds_needed(est.sd_unit, effect, alpha_power or alpha, power, est.paired, arms) if with_power else None
+    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed)
+
+
+def holm(p_values: Sequence[float], alpha: float) -> List[bool]:
+    """Holm's step-down procedure: which of the p-values are rejected with the family-wise error ≤ alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    rejected = [False] * len(p_values)
+    for rank, i in enumerate(order):
+        if p_values[i] >= alpha / (len(p_values) - rank):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def combine(decisions: Sequence[Decision], alpha: float) -> Tuple[str, str]:
+    """Overall verdict of a claim's parts. Reproduced: every part reproduced at α (an intersection-union
+    test: no correction is needed when every part must hold). Not reproduced: at least one part's
+    contradiction survives Holm's correction over the parts. Otherwise inconclusive."""
+    if decisions and all(d.word == REPRODUCED for d in decisions):
+        return REPRODUCED, "every part reproduced (intersection-union test at α)"
+    against = [d.p_against if d.p_against is not None else 1.0 for d in decisions]
+    rejected = holm(against, alpha)
+    if any(r and d.word == NOT_REPRODUCED for r, d in zip(rejected, decisions)):
+        return NOT_REPRODUCED, f"a part's contradiction holds after Holm's correction over {len(decisions)} parts"
+    return INCONCLUSIVE, "no part contradicted after Holm's correction, not every part reproduced"
+
+
+def min_fisher_p(n1: int, n2: int) -> float:
+    """The smallest one-sided p a Fisher exact test can give with n1 and n2 runs (all of one group
+    events, none of the other): a rule asking for p < α with fewer runs can never succeed."""
+    return float(stats.fisher_exact([[n1, 0], [0, n2]], alternative="greater")[1])
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"

@@ -1,0 +1,120 @@
+"""Per-run outcomes that tests are declared on (`measure:` in a sweep's `tests:`), each with its range.
+
+Less noisy than one evaluation: accuracy outcomes average the last k evaluations (k = the design's
+`last_k`, default LAST_K); per-step outcomes average the last 10% of steps. `bounds` is the range the
+measure (and so its mean) can take; intervals are intersected with it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from harness.reports.collapse import EVAL_WINDOW
+from harness.reports.data import Run, SweepData
+
+LAST_K = EVAL_WINDOW
+EVAL = "eval/accuracy"
+TAIL = 0.1  # fraction of steps in "the last 10% of steps"
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    description: str
+    bounds: Tuple[Optional[float], Optional[float]]
+    compute: Callable[[SweepData, Run, int], Optional[float]]
+
+
+def _finite(values) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float64)
+    return v[np.isfinite(v)]
+
+
+def last_evals(data: SweepData, run: Run, k: int) -> Optional[float]:
+    """Mean of the run's last k eval accuracies (a FINISHED run only: a stopped run has no end)."""
+    v = _finite(data.curve(run, EVAL)[1])
+    return float(v[-k:].mean()) if run.status == "FINISHED" and len(v) else None
+
+
+def start_eval(data: SweepData, run: Run, k: int) -> Optional[float]:
+    """The run's first eval accuracy (its warm start, before any RL step when step 0 is evaluated)."""
+    v = _finite(data.curve(run, EVAL)[1])
+    return float(v[0]) if len(v) else None
+
+
+def tail_mean(data: SweepData, run: Run, key: str, first: bool = False) -> Optional[float]:
+    v = _finite(data.curve(run, key)[1])
+    if not len(v):
+        return None
+    n = max(1, int(round(len(v) * TAIL)))
+    return float(v[:n].mean() if first else v[-n:].mean())
+
+
+def whole_mean(data: SweepData, run: Run, key: str) -> Optional[float]:
+    v = _finite(data.curve(run, key)[1])
+    return float(v.mean()) if len(v) else None
+
+
+def _gain(data, run, k):
+    end, start = last_evals(data, run, k), start_eval(data, run, k)
+    return None if end is None or start is None else end - start
+
+
+def _early(data, run, k):
+    steps, values = data.curve(run, EVAL)
+    keep = np.isfinite(values) & (steps > 0) & (steps <= 0.5 * steps.max()) if len(steps) else []
+    return float(values[keep].mean()) if len(steps) and keep.any() else None
+
+
+def _log_growth(data, run, k):
+    first, last = tail_mean(data, run, "train/mismatch", True), tail_mean(data, run, "train/mismatch")
+    return math.log(last / first) if first and last and first > 0 and last > 0 else None
+
+
+def _collapsed(data, run, k):
+    from harness.reports.summary import summarize
+
+    return float(summarize(data, run).collapse is not None)
+
+
+MEASURES: Dict[str, Measure] = {m.name: m for m in (
+    Measure("final_accuracy", "eval accuracy, mean of the last k evaluations", (0.0, 1.0), last_evals),
+    Measure("gain", "final accuracy (last k evaluations) minus the run's first evaluation", (-1.0, 1.0), _gain),
+    Measure("learning_speed", "mean eval accuracy over the evaluations after step 0 in the first half of training",
+            (0.0, 1.0), _early),
+    Measure("train_accuracy", "training accuracy, mean over the last 10% of steps", (0.0, 1.0),
+            lambda d, r, k: tail_mean(d, r, "train/accuracy") if r.status == "FINISHED" else None),
+    Measure("entropy", "token entropy (nats), mean over the last 10% of steps", (0.0, None),
+            lambda d, r, k: tail_mean(d, r, "train/entropy")),
+    Measure("lowprob_clipped", "fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps",
+            (0.0, 1.0), lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac")),
+    Measure("lowprob_share", "fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps",
+            (0.0, 1.0), lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True)),
+    Measure("mismatch", "mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None),
+            lambda d, r, k: tail_mean(d, r, "train/mismatch")),
+    Measure("log_mismatch_growth", "log(mismatch over the last 10% of steps / over the first 10%)", (None, None),
+            _log_growth),
+    Measure("collapsed", "1 if the run collapsed (below its own start, smoothed; or non-finite), else 0",
+            (0.0, 1.0), _collapsed),
+)}
+
+
+def measure(name: str) -> Measure:
+    if name not in MEASURES:
+        raise ValueError(f"measure {name!r} is not allowed; allowed: {', '.join(MEASURES)}")
+    return MEASURES[name]
+
+
+def per_seed(data: SweepData, runs, name: str, k: int = LAST_K) -> Dict[object, float]:
+    """{seed: value} of measure `name` over `runs` (runs without a value left out; a repeated seed keeps
+    the mean of its runs)."""
+    m = measure(name)
+    out: Dict[object, list] = {}
+    for run in runs:
+        value = m.compute(data, run, k)
+        if value is not None and np.isfinite(value):
+            out.setdefault(run.seed, []).append(float(value))
+    return {s: float(np.mean(v)) for s, v in out.items()}

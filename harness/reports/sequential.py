@@ -1,0 +1,47 @@
+"""Alpha spending over the looks of an adaptive-seed sweep (`seeds: auto`).
+
+Looks happen after each round of seeds: n = r, 2r, ..., n_max seeds per arm (r = seeds per round, first
+look at ≥ 2 seeds). A look at n seeds may spend f(n/n_max) − f(n_prev/n_max) of α, with the Lan–DeMets
+O'Brien–Fleming-type spending function f(t) = 2·(1 − Φ(z_{1−α/2}/√t)), f(1) = α. Each look tests at its
+own increment, so by the union bound the chance of any false decision over all looks is at most
+Σ increments = α, whatever the correlation between looks and whenever the sweep stops: valid under
+early stopping by construction (conservative: it does not use the positive correlation between looks).
+The O'Brien–Fleming shape spends little early, when a handful of seeds carries little information, and
+keeps most of α for the final looks.
+"""
+from __future__ import annotations
+
+from typing import List
+
+from scipy import stats
+
+
+def spent(t: float, alpha: float) -> float:
+    """α spent by information fraction t ∈ [0, 1] (O'Brien–Fleming-type Lan–DeMets function)."""
+    if t <= 0:
+        return 0.0
+    t = min(1.0, t)
+    return float(2.0 * stats.norm.sf(stats.norm.isf(alpha / 2.0) / t ** 0.5))
+
+
+def looks(per_round: int, max_seeds: int) -> List[int]:
+    """Seeds per arm at each look: per_round, 2·per_round, ... up to max_seeds (the first look at ≥ 2)."""
+    out = []
+    n = per_round
+    while n < max_seeds:
+        if n >= 2:
+            out.append(n)
+        n += per_round
+    return out + [max_seeds]
+
+
+def level(n: int, per_round: int, max_seeds: int, alpha: float) -> float:
+    """The α a look with n seeds per arm may use: the spending increment of the last planned look ≤ n
+    (0 before the first look)."""
+    planned = looks(per_round, max_seeds)
+    at = [i for i, m in enumerate(planned) if m <= n]
+    if not at:
+        return 0.0
+    i = at[-1]
+    before = planned[i - 1] / max_seeds if i else 0.0
+    return spent(planned[i] / max_seeds, alpha) - spent(before, alpha)

@@ -1,0 +1,176 @@
+"""A named sweep's pre-registered design: its declared tests, α, power target, outcome window, and how
+many seeds it may run (a fixed list, or `seeds: auto` with a budget).
+
+    alpha: 0.05            # one-sided, per question (effect / opposite / equivalence)
+    power: 0.8             # the target the printed seed counts are computed for
+    last_k: 3              # evaluations averaged into an accuracy outcome
+    seeds: auto            # or a list; auto needs a budget
+    budget: {runs: 72, per_round: 2, max_seeds: 12}   # and/or minutes: 90
+    tests:
+      - name: dppo reaches the target
+        measure: train_accuracy
+        hypothesis: noninferior          # greater | less | noninferior | equivalent
+        sesoi: 0.05                      # smallest effect of interest, in the measure's units
+        contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
+        offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
+        method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
+        check: false                     # true: an implementation/regime check, shown but not in the verdict
+
+Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
+test whose smallest achievable p at the planned seeds is not below its α is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
+METHODS = ("t", "fisher")
+DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    name: str
+    measure: str
+    hypothesis: str
+    sesoi: float
+    contrast: Tuple[Tuple[Tuple[Tuple[str, Any], ...], float], ...]  # ((selector pairs, weight), ...)
+    offset: float = 0.0
+    method: str = "t"
+    note: str = ""
+    check: bool = False  # an implementation or regime check: shown, not part of the claim's verdict
+
+    @property
+    def arms(self) -> int:
+        return len(self.contrast)
+
+
+@dataclass(frozen=True)
+class Budget:
+    runs: Optional[int] = None
+    minutes: Optional[float] = None
+    per_round: int = 2
+    max_seeds: int = 10
+
+
+@dataclass(frozen=True)
+class Design:
+    alpha: float = DEFAULT_ALPHA
+    power: float = DEFAULT_POWER
+    last_k: int = DEFAULT_LAST_K
+    seeds: Any = None  # "auto" | list of seeds | None (whatever the grids say)
+    budget: Optional[Budget] = None
+    tests: Tuple[TestSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.seeds == "auto"
+
+    def max_seeds(self, runs_per_seed: int = 1) -> Optional[int]:
+        """Seeds per arm the design may reach: the budget's max_seeds, capped by its run budget."""
+        if not self.adaptive:
+            return len(self.seeds) if isinstance(self.seeds, list) else None
+        cap = self.budget.max_seeds
+        if self.budget.runs is not None:
+            cap = min(cap, self.budget.runs // max(1, runs_per_seed))
+        return cap
+
+
+def parse_selector(text: str) -> Tuple[Tuple[str, Any], ...]:
+    """'algo.name=dppo,precision.mismatch_scale=8' -> (('algo.name', 'dppo'), ('precision.mismatch_scale', 8))."""
+    import yaml
+
+    pairs = []
+    for part in str(text).split(","):
+        if "=" not in part:
+            raise ValueError(f"arm selector {text!r}: {part!r} is not key=value")
+        key, value = part.split("=", 1)
+        pairs.append((key.strip(), yaml.safe_load(value.strip())))
+    return tuple(pairs)
+
+
+def parse_design(name: str, data: Dict[str, Any]) -> Design:
+    """The design keys of a sweep file (popped from `data`); ValueError naming the key on bad input."""
+    from harness.reports.inference import min_fisher_p
+    from harness.reports.outcomes import MEASURES
+    from harness.reports.sequential import level
+
+    def bad(key, why):
+        return ValueError(f"sweep {name!r}: {key} {why}")
+
+    alpha = float(data.pop("alpha", DEFAULT_ALPHA))
+    power = float(data.pop("power", DEFAULT_POWER))
+    last_k = int(data.pop("last_k", DEFAULT_LAST_K))
+    if not 0 < alpha < 0.5:
+        raise bad("'alpha'", f"is {alpha}; allowed: 0 < alpha < 0.5")
+    if not 0 < power < 1:
+        raise bad("'power'", f"is {power}; allowed: 0 < power < 1")
+    if last_k < 1:
+        raise bad("'last_k'", f"is {last_k}; allowed: an integer ≥ 1")
+    seeds = data.pop("seeds", None)
+    if seeds is not None and seeds != "auto" and not (isinstance(seeds, list) and seeds):
+        raise bad("'seeds'", f"is {seeds!r}; allowed: auto or a non-empty list of seeds")
+    budget = None
+    raw_budget = data.pop("budget", None)
+    if raw_budget is not None:
+        if not isinstance(raw_budget, dict) or set(raw_budget) - {"runs", "minutes", "per_round", "max_seeds"}:
+            raise bad("'budget'", "allowed keys: runs, minutes, per_round, max_seeds")
+        budget = Budget(runs=raw_budget.get("runs"), minutes=raw_budget.get("minutes"),
+                        per_round=int(raw_budget.get("per_round", 2)), max_seeds=int(raw_budget.get("max_seeds", 10)))
+        if budget.runs is None and budget.minutes is None:
+            raise bad("'budget'", "needs runs or minutes")
+        if budget.per_round < 1 or budget.max_seeds < 2:
+            raise bad("'budget'", "needs per_round ≥ 1 and max_seeds ≥ 2")
+    if seeds == "auto" and budget is None:
+        raise bad("'seeds: auto'", "needs a 'budget' (runs and/or minutes)")
+    tests = []
+    for i, raw in enumerate(data.pop("tests", None) or []):
+        where = f"tests[{i}]"
+        if not isinstance(raw, dict):
+            raise bad(where, "must be a mapping")
+        unknown = set(raw) - {"name", "measure", "hypothesis", "sesoi", "contrast", "offset", "method", "note", "check"}
+        if unknown:
+            raise bad(f"{where} key {sorted(unknown)[0]!r}", "is not allowed; allowed: name, measure, hypothesis, "
+                      "sesoi, contrast, offset, method, note, check")
+        if raw.get("measure") not in MEASURES:
+            raise bad(f"{where}.measure", f"is {raw.get('measure')!r}; allowed: {', '.join(MEASURES)}")
+        if raw.get("hypothesis") not in HYPOTHESES:
+            raise bad(f"{where}.hypothesis", f"is {raw.get('hypothesis')!r}; allowed: {', '.join(HYPOTHESES)}")
+        method = raw.get("method", "t")
+        if method not in METHODS:
+            raise bad(f"{where}.method", f"is {method!r}; allowed: {', '.join(METHODS)}")
+        sesoi = raw.get("sesoi")
+        if not isinstance(sesoi, (int, float)) or sesoi <= 0:
+            raise bad(f"{where}.sesoi", f"is {sesoi!r}; allowed: a number > 0 (smallest effect of interest)")
+        contrast = raw.get("contrast")
+        if not isinstance(contrast, dict) or not contrast:
+            raise bad(f"{where}.contrast", "must map arm selectors ('key=value,...') to weights")
+        arms = tuple((parse_selector(k), float(w)) for k, w in contrast.items())
+        if method == "fisher" and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
+            raise bad(f"{where}.method", "fisher compares exactly two arms with weights +1 and −1")
+        tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
+                              float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
+                              bool(raw.get("check", False))))
+    design = Design(alpha, power, last_k, seeds, budget, tuple(tests))
+    for test in design.tests:
+        if test.method != "fisher":
+            continue
+        n = design.max_seeds() or len(fixed_seeds(data.get("grids") or []) or [0])
+        final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
+        smallest = min_fisher_p(n, n)
+        if smallest >= final:
+            raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
+                      f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
+    return design
+
+
+def fixed_seeds(grids: List[Dict[str, Any]]) -> Optional[List[Any]]:
+    """The seeds the grids list (the union), or None if no grid names seeds."""
+    seen: List[Any] = []
+    for grid in grids:
+        values = grid.get("seed")
+        for v in values if isinstance(values, list) else ([values] if values is not None else []):
+            if v not in seen:
+                seen.append(v)
+    return seen or None

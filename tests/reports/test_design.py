@@ -1,0 +1,99 @@
+"""Pre-registered designs in sweep files: what loading accepts and refuses (one line naming the key), and
+an adaptive-seed sweep run for real (`seeds: auto`, rounds until the declared tests are decided)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from harness.sweeps.spec import load_sweep
+
+BASE = """
+hypothesis: h
+reports: [overview]
+grids:
+  - algo: [dppo, drpo]
+"""
+
+
+def _load(tmp_path, monkeypatch, body: str, name: str = "mine"):
+    (tmp_path / f"{name}.yaml").write_text(textwrap.dedent(BASE) + textwrap.dedent(body))
+    monkeypatch.setenv("HARNESS_SWEEPS", str(tmp_path))
+    return load_sweep(name)
+
+
+def test_a_design_loads_with_its_tests(tmp_path, monkeypatch):
+    spec = _load(tmp_path, monkeypatch, """
+        seeds: auto
+        budget: {runs: 12, per_round: 2, max_seeds: 10}
+        tests:
+          - name: drpo no worse
+            measure: final_accuracy
+            hypothesis: noninferior
+            sesoi: 0.05
+            contrast: {"algo.name=drpo": 1, "algo.name=dppo": -1}
+    """)
+    test = spec.design.tests[0]
+    assert spec.design.adaptive and spec.design.max_seeds(2) == 6  # 12 runs / 2 runs per seed
+    assert test.contrast == (((("algo.name", "drpo"),), 1.0), ((("algo.name", "dppo"),), -1.0))
+    assert spec.grid_overrides(["seed=range(0,2)"]) == [["algo=dppo,drpo"]]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("seeds: auto\n", "'seeds: auto' needs a 'budget'"),
+    ("alpha: 0.7\n", "'alpha' is 0.7; allowed: 0 < alpha < 0.5"),
+    ("tests:\n  - {measure: nope, hypothesis: greater, sesoi: 0.1, contrast: {'algo.name=dppo': 1}}\n",
+     "tests[0].measure is 'nope'; allowed: final_accuracy"),
+    ("tests:\n  - {measure: gain, hypothesis: bigger, sesoi: 0.1, contrast: {'algo.name=dppo': 1}}\n",
+     "tests[0].hypothesis is 'bigger'"),
+    ("tests:\n  - {measure: gain, hypothesis: greater, sesoi: 0, contrast: {'algo.name=dppo': 1}}\n",
+     "tests[0].sesoi is 0"),
+    # three seeds per arm: the smallest one-sided Fisher p is 0.05, so p < 0.05 can never be reached
+    ("seeds: [0, 1, 2]\ntests:\n  - {measure: collapsed, hypothesis: greater, sesoi: 0.5, method: fisher,\n"
+     "     contrast: {'algo.name=dppo': 1, 'algo.name=drpo': -1}}\n", "can never succeed"),
+])
+def test_a_design_that_cannot_work_is_refused_at_load(tmp_path, monkeypatch, body, message):
+    with pytest.raises(ValueError, match="sweep 'mine'") as err:
+        _load(tmp_path, monkeypatch, body)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_refused_design_exits_2_before_anything_runs(run_harness):
+    (run_harness.root / "sweeps").mkdir()
+    (run_harness.root / "sweeps" / "bad.yaml").write_text(textwrap.dedent(BASE) + "seeds: auto\n")
+    proc = run_harness("sweep", "bad", env={"HARNESS_SWEEPS": str(run_harness.root / "sweeps")})
+    assert proc.returncode == 2 and "'seeds: auto' needs a 'budget'" in proc.stderr
+    assert not (run_harness.root / "multirun").exists()
+
+
+def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
+    """A real adaptive sweep: dppo vs itself at δ 0.1 and 0.2 on debug=quick runs. The equivalence margin is
+    huge, so the first look that spends α decides it; the sweep stops there and says so."""
+    (run_harness.root / "sweeps").mkdir()
+    (run_harness.root / "sweeps" / "auto.yaml").write_text(textwrap.dedent("""
+        hypothesis: δ 0.1 and 0.2 end within 0.9 of each other
+        reports: [decisions]
+        overrides: [debug=quick, algo=dppo]
+        grids:
+          - delta: [0.1, 0.2]
+        seeds: auto
+        budget: {runs: 12, per_round: 2, max_seeds: 6}
+        alpha: 0.2
+        tests:
+          - name: δ does not matter by 0.9
+            measure: gain
+            hypothesis: equivalent
+            sesoi: 0.9
+            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+    """))
+    proc = run_harness("sweep", "auto", env={"HARNESS_SWEEPS": str(run_harness.root / "sweeps")}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "seeds: auto — looks at 2, 4, 6 seeds per arm" in out
+    assert "round 1: seeds 0..1" in out and "stopped — every declared test decided" in out
+    assert "round 3" not in out  # decided before the budget was spent
+    (sweep,) = (run_harness.root / "multirun" / "auto").glob("*")
+    md = (sweep / "reports" / "decisions" / "summary.md").read_text()
+    assert "**Verdict: reproduced — " in md and "seeds: auto" in md
+    jobs = sorted(job.name for job in sweep.glob("g0r*_*"))
+    assert jobs and all(name.startswith(("g0r1_", "g0r2_")) for name in jobs)  # one folder per round's job
