@@ -108,6 +108,7 @@ def run_cli(argv: List[str]) -> int:
             try:
                 _check_cluster(configs)
                 _check_tasks(configs)
+                _check_resumes(configs, args.overrides, multirun)
             except ValueError as err:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
@@ -174,6 +175,15 @@ def _check_tasks(configs) -> None:
 
         for dataset in datasets.values():
             check_task(dataset)
+
+
+def _check_resumes(configs, overrides, multirun: bool) -> None:
+    """trainer.resume / trainer.branch_from name an intact run, and a resume keeps that run's spec."""
+    if any(c.trainer.get("resume") or c.trainer.get("branch_from") for c in configs):
+        from harness.config.compose import expand_sweep
+        from harness.trainers.resume import check_resumes
+
+        check_resumes(configs, expand_sweep(overrides) if multirun else [list(overrides)])
 
 
 def _run_hydra(hydra_argv: List[str]) -> None:

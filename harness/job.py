@@ -36,7 +36,7 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
+                   "trainer.resume=", "trainer.branch_from=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
 
 
 def run_name(overrides) -> str:
@@ -76,7 +76,9 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
 
-    spec = validate(cfg)
+    from harness.trainers.resume import resumed_spec
+
+    spec = resumed_spec(validate(cfg))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
     twin = finished_twin(spec)

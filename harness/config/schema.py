@@ -74,6 +74,7 @@ class TrainerConfig:
     torch_threads: int = 1
     progress: bool = True
     resume: Optional[str] = None  # a run folder or checkpoint file to continue from
+    branch_from: Optional[str] = None  # a run folder whose checkpoint starts a new run (harness/trainers/resume.py)
     warmstart: WarmStartConfig = field(default_factory=WarmStartConfig)
     verl: Dict[str, Any] = field(default_factory=dict)  # trainer=verl only: harness/trainers/verl/options.py
 

@@ -144,6 +144,16 @@ def common_tags(sweep_dir: Optional[str]) -> Dict[str, str]:
     return tags
 
 
+def _checkpoint_run_id(source: str) -> Optional[str]:
+    """The tracking run recorded beside a run folder's checkpoint (checkpoints/last.json), if any."""
+    path = Path(source).expanduser()
+    meta = path.with_suffix(".json") if path.suffix == ".pt" else path / "checkpoints" / "last.json"
+    try:
+        return json.loads(meta.read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
     tags = common_tags(sweep_dir)
     tags.update({
@@ -152,4 +162,6 @@ def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
         "algo": str(cfg.algo.name),
         "precision": str(cfg.precision.name),
     })
+    if cfg.trainer.get("branch_from"):
+        tags["harness.branched_from"] = _checkpoint_run_id(str(cfg.trainer.branch_from)) or str(cfg.trainer.branch_from)
     return {k: scrub(v) for k, v in tags.items()}
