@@ -68,8 +68,7 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
     _write_atomically(state_path, write_state)
     _write_atomically(digest_path(state_path),
                       lambda tmp: tmp.write_text(f"{digest['sha256']}  {state_path.name}\n"))
-    _write_atomically(meta_path, lambda tmp: tmp.write_text(
-        json.dumps({"step": step, "run_id": run_id, "sha256": digest["sha256"]})))
+    _write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps({"step": step, "run_id": run_id})))
     return state_path
 
 
