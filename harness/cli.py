@@ -115,8 +115,13 @@ def run_cli(argv: List[str]) -> int:
     from harness import job
 
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
+    from harness.refused import Refused
+
     job.RESULTS.clear()
-    _run_hydra(hydra_argv)
+    try:
+        _run_hydra(hydra_argv)
+    except Refused as err:
+        return _fail(str(err))
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0

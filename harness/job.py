@@ -55,9 +55,13 @@ def _raise_killed(signum, _frame):
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     from hydra.core.hydra_config import HydraConfig
 
+    from harness.launchers.folder_guard import mask_hydra_files
+    from harness.secrets import safe_run_name
+
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    name = run_name(hc.overrides.task) or cfg.algo.name
+    mask_hydra_files(run_dir, hc.output_subdir)  # Hydra wrote them, secrets included, before the job started
+    name = safe_run_name(run_name(hc.overrides.task) or cfg.algo.name)
     sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
     return name, run_dir, sweep_dir
 
