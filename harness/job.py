@@ -55,7 +55,7 @@ def _raise_killed(signum, _frame):
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     from hydra.core.hydra_config import HydraConfig
 
-    from harness.launchers.folder_guard import mask_hydra_files
+    from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
     from harness.secrets import safe_run_name
 
     hc = HydraConfig.get()
@@ -63,6 +63,8 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     mask_hydra_files(run_dir, hc.output_subdir)  # Hydra wrote them, secrets included, before the job started
     name = safe_run_name(run_name(hc.overrides.task) or cfg.algo.name)
     sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
+    if sweep_dir:
+        mask_yaml_files(Path(sweep_dir), ["multirun.yaml"])  # written by Hydra's sweeper, on the driver's node
     return name, run_dir, sweep_dir
 
 

@@ -17,7 +17,8 @@ SECRET_PART = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL|AUTH(?!O
                          r"|(API|ACCESS|PRIVATE)[-_]?KEY|TOKEN$|(^|[-_])KEY$", re.IGNORECASE)
 MASK = "***"
 MIN_SECRET_LENGTH = 6  # shorter env values ("1", "true") would mask innocent text
-URI_WITH_PASSWORD = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^/\s@]+)@")
+# `scheme://user:password@`, also as Hydra prints overrides (`http\://user\:password@`)
+URI_WITH_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*\\?://[^/\s:@\\]*\\?:)(?P<password>[^/\s@]+)@")
 
 
 def looks_secret(name: str) -> bool:
@@ -34,7 +35,7 @@ def mask_uri_passwords(text: str) -> str:
     """Every `scheme://user:password@` in `text` with the password masked (URIs inside longer text too)."""
     if "://" not in text or "@" not in text:
         return text
-    masked = URI_WITH_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    masked = URI_WITH_PASSWORD.sub(lambda m: f"{m['head']}{MASK}@", text)
     if masked != text:
         return masked
     try:  # a password with characters the pattern does not take, in a plain URI
@@ -82,3 +83,27 @@ def mask_tree(node: Any, name: str = "") -> Any:
     if looks_secret(name) and node is not None:
         return MASK
     return safe_run_name(node) if isinstance(node, str) else node
+
+
+def mask_log_records() -> None:
+    """Mask every log record of this process from now on (Hydra's own "#0 : overrides" lines included),
+    whatever handlers or formats later logging configurations install. Idempotent."""
+    import logging
+
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "masks_secrets", False):
+        return
+
+    def factory(*args, **kwargs):
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is logging's to report, unchanged
+            return record
+        masked = " ".join(safe_run_name(word) for word in message.split(" "))
+        if masked != message:
+            record.msg, record.args = masked, None
+        return record
+
+    factory.masks_secrets = True
+    logging.setLogRecordFactory(factory)

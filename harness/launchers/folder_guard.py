@@ -3,7 +3,8 @@
 - The folder is claimed (`harness.claim`) before Hydra creates it: a second run or sweep given the same
   folder is refused with one line (exit 2) instead of interleaving its metrics and overwriting checkpoints.
 - An experiment name that would carry a secret (`experiment_name=${oc.env:SECRET}`) is refused.
-- MLflow's own "View run at <tracking URI>" lines are silenced when the URI carries a password.
+- MLflow's own "View run at <tracking URI>" lines are silenced when the URI carries a password, and log
+  records (Hydra's "#0 : <overrides>" lines) are masked.
 `mask_hydra_files` masks Hydra's `.hydra/*.yaml` (written before the job starts) with the one rule of
 `harness.secrets`; the job calls it first thing, in whatever process or node it runs.
 
@@ -20,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.claim import FolderInUse, claim, release
 from harness.refused import Refused
-from harness.secrets import has_uri_password, mask_tree, scrub
+from harness.secrets import has_uri_password, mask_log_records, mask_tree, scrub
 
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 
@@ -39,11 +40,10 @@ def quiet_credentials_in_links(config: DictConfig) -> None:
         os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
-def mask_hydra_files(output_dir: Path, subdir: Any) -> None:
-    if subdir is None:
-        return
-    for name in HYDRA_FILES:
-        path = Path(output_dir) / str(subdir) / name
+def mask_yaml_files(folder: Path, names=HYDRA_FILES) -> None:
+    """Rewrite (atomically) those of `folder`'s YAML files that hold a secret, masked."""
+    for name in names:
+        path = Path(folder) / name
         if not path.is_file():
             continue
         data = yaml.safe_load(path.read_text())
@@ -54,10 +54,16 @@ def mask_hydra_files(output_dir: Path, subdir: Any) -> None:
             os.replace(tmp, path)
 
 
+def mask_hydra_files(output_dir: Path, subdir: Any) -> None:
+    if subdir is not None:
+        mask_yaml_files(Path(output_dir) / str(subdir))
+
+
 class FolderGuard(Callback):
     def _claim(self, config: DictConfig, key: str, what: str) -> None:
         check_experiment_name(config)
         quiet_credentials_in_links(config)
+        mask_log_records()
         try:
             claim(Path(str(OmegaConf.select(config, key))), what)
         except FolderInUse as err:
@@ -73,4 +79,5 @@ class FolderGuard(Callback):
         self._claim(config, "hydra.sweep.dir", "sweep folder")
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        mask_yaml_files(Path(str(OmegaConf.select(config, "hydra.sweep.dir"))), ["multirun.yaml"])  # no job ran
         release(Path(str(OmegaConf.select(config, "hydra.sweep.dir"))))
