@@ -29,6 +29,7 @@ TOOLS = {
 
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 1
+EXIT_KILLED = 130
 
 
 def print_algos(argv: List[str]) -> int:
@@ -122,6 +123,10 @@ def run_cli(argv: List[str]) -> int:
         _run_hydra(hydra_argv)
     except Refused as err:
         return _fail(str(err))
+    except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
+        reason = str(err) or "interrupted (Ctrl-C)"
+        print(f"harness: stopped: {reason}; the run in progress is recorded as KILLED", file=sys.stderr)
+        return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
     return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0

@@ -69,7 +69,11 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
 
 
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
-    tracker.finish(status, error=error)
+    try:
+        tracker.finish(status, error=error)
+    except Exception as err:  # e.g. a full disk: say so in one line, the run's status stays what it is
+        log.error("run %s: its end (%s) could not be fully recorded: %s", result.name, status,
+                  f"{type(err).__name__}: {err}")
     result.run_id = tracker.run_id
 
 
@@ -79,6 +83,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.trainers import build_trainer
 
     from harness.launchers.skip_finished import finished_twin
+    from harness.secrets import scrub
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
 
@@ -116,9 +121,9 @@ def run_job(cfg: DictConfig) -> JobResult:
         RESULTS.append(result)
         raise
     except Exception as err:  # a failing run must not take down the sweep
-        result.status, result.error = "FAILED", f"{type(err).__name__}: {err}"
+        result.status, result.error = "FAILED", scrub(f"{type(err).__name__}: {err}")
         _close(tracker, result, "FAILED", traceback.format_exc())
-        log.error("run %s FAILED: %s", name, result.error)
+        log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     else:
         _close(tracker, result, "FINISHED")
         shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}

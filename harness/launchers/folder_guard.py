@@ -64,10 +64,14 @@ class FolderGuard(Callback):
         check_experiment_name(config)
         quiet_credentials_in_links(config)
         mask_log_records()
+        folder = Path(str(OmegaConf.select(config, key)))
         try:
-            claim(Path(str(OmegaConf.select(config, key))), what)
+            claim(folder, what)
         except FolderInUse as err:
             raise Refused(str(err)) from None
+        except OSError as err:  # a read-only or full disk, a folder of someone else's
+            raise Refused(f"cannot write the {what} {folder}: {err.strerror or err} (choose a writable place with "
+                          "HARNESS_OUTPUT_ROOT or output_root=...)") from None
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._claim(config, "hydra.run.dir", "run folder")
