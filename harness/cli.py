@@ -157,7 +157,8 @@ def _prints_job_config_only(args) -> bool:
 
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
-HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true"}
+HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
+                 "--reuse-across-versions": "reuse_across_versions=true"}
 
 
 def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:

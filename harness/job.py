@@ -36,6 +36,7 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
+                   "reuse_across_versions=",
                    "trainer.resume=", "trainer.branch_from=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
 
 

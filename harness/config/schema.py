@@ -140,6 +140,7 @@ class RunConfig:
     anchor: Optional[str] = None
     seed: int = 0
     force: bool = False  # rerun jobs whose identical config already FINISHED (default: skip them)
+    reuse_across_versions: bool = False  # skip also jobs FINISHED by other code (default: same code version only)
     experiment_name: str = "harness"
     output_root: str = "."
     cache_dir: Optional[str] = None  # None: <output_root>/.harness/cache

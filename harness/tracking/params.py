@@ -22,6 +22,7 @@ from harness.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe
 
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
 NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
+              "reuse_across_versions",
               "trainer.torch_threads", "sweeper", "optuna",
               "delta", "alpha", "anchor")
 
@@ -99,8 +100,11 @@ def _checkpoint_run_id(source: str) -> Optional[str]:
 
 def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
     tags = common_tags(sweep_dir)
+    from harness.code_version import code_version
+
     tags.update({
         "harness.role": "child" if sweep_dir else "run",
+        "harness.code_version": code_version(),
         "harness.config_hash": config_hash(cfg),
         "algo": str(cfg.algo.name),
         "precision": str(cfg.precision.name),
