@@ -78,6 +78,16 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
     result.run_id = tracker.run_id
 
 
+def _close_detached_parent(sweep_dir: str) -> None:
+    """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
+    try:
+        from harness.tracking.sweep_callback import close_parent_if_all_ended
+
+        close_parent_if_all_ended(Path(sweep_dir))
+    except Exception as err:  # `repair` closes it from the jobs' statuses
+        log.warning("could not close the sweep's parent run: %s", err)
+
+
 def run_job(cfg: DictConfig) -> JobResult:
     from harness.config.validate import validate
     from harness.tracking import open_tracker
@@ -132,6 +142,8 @@ def run_job(cfg: DictConfig) -> JobResult:
                                                                if result.run_id else ""), flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if result.status != "RUNNING" and cfg.launcher.get("detach") and sweep_dir:
+            _close_detached_parent(sweep_dir)
     RESULTS.append(result)
     return result
 
