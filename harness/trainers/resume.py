@@ -65,8 +65,8 @@ def _overlay(base: Dict[str, Any], stored: Dict[str, Any], prefix: str = "") -> 
 
 def resumed_spec(spec: DictConfig) -> DictConfig:
     """The spec a `trainer.resume` job runs: the resumed run's own, with this command's how-it-runs keys."""
-    if not spec.trainer.get("resume"):
-        return spec
+    if not spec.trainer.get("resume") or not (run_folder(str(spec.trainer.resume)) / SPEC_FILE).is_file():
+        return spec  # a fresh run, or a verl run folder resumed by verl's own checkpoint logic
     merged = _overlay(OmegaConf.to_container(spec, resolve=True), stored_spec(spec.trainer.resume))
     out = OmegaConf.create(merged)
     OmegaConf.set_struct(out, True)
