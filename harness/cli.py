@@ -114,10 +114,9 @@ def run_cli(argv: List[str]) -> int:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
     from harness import job
-
-    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     from harness.refused import Refused
 
+    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     job.RESULTS.clear()
     try:
         _run_hydra(hydra_argv)

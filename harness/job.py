@@ -36,8 +36,8 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "reuse_across_versions=",
-                   "trainer.resume=", "trainer.branch_from=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
+                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking",
+                   "trainer.branch_from=", "reuse_across_versions=")
 
 
 def run_name(overrides) -> str:
@@ -97,7 +97,6 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.secrets import scrub
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
-
     from harness.trainers.resume import resumed_spec
 
     spec = resumed_spec(validate(cfg))  # a resumed run continues with its own spec

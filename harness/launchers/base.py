@@ -13,8 +13,6 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, open_dict
 
-from harness.secrets import mask_overrides
-
 log = logging.getLogger("harness")
 
 
@@ -52,7 +50,7 @@ class HarnessLauncher(Launcher):
         jobs = [(list(self.job_overrides(o)), initial_job_idx + i) for i, o in enumerate(job_overrides)]
         log.info("Launching %d jobs with %s", len(jobs), type(self).__name__)
         for overrides, idx in jobs:
-            log.info("\t#%d : %s", idx, " ".join(mask_overrides(filter_overrides(overrides))))
+            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
         return self.dispatch(jobs)
 
     def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
