@@ -122,9 +122,9 @@ def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequenc
         changed = changed_keys(spec, default, overrides or ())
         if changed:
             run = run_folder(str(source))
-            stored = {k: v for k, v in _computed(resumed_spec(spec)).items()}
-            mine = _computed(spec)
+            stored, mine = _computed(resumed_spec(spec)), _computed(spec)
             shown = ", ".join(f"{k}={mine.get(k, '(unset)')} (run: {stored.get(k, '(unset)')})" for k in changed[:6])
+            shown += ", ..." if len(changed) > 6 else ""
             raise CheckpointError(f"trainer.resume={str(source)!r}: {shown} would change what run {run.name} "
                                   f"computes; resume continues the run's own spec, to try other values start "
                                   f"a new run from its checkpoint with trainer.branch_from={source}")
