@@ -78,6 +78,17 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
     result.run_id = tracker.run_id
 
 
+def _traceback_to_log_file(name: str, text: str) -> None:
+    """The traceback goes to the run's log file (Hydra's job.log handler), not to the terminal."""
+    files = {h.baseFilename for h in logging.getLogger().handlers + log.handlers if isinstance(h, logging.FileHandler)}
+    for path in files:
+        try:
+            with open(path, "a") as handle:
+                handle.write(f"run {name} FAILED:\n{text}")
+        except OSError:  # a full disk: error.txt (or MLflow) holds it
+            pass
+
+
 def _close_detached_parent(sweep_dir: str) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
@@ -133,6 +144,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     except Exception as err:  # a failing run must not take down the sweep
         result.status, result.error = "FAILED", scrub(f"{type(err).__name__}: {err}")
         _close(tracker, result, "FAILED", traceback.format_exc())
+        _traceback_to_log_file(name, scrub(traceback.format_exc()))
         log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     else:
         _close(tracker, result, "FINISHED")

@@ -100,7 +100,7 @@ def mask_log_records() -> None:
             message = record.getMessage()
         except Exception:  # a malformed record is logging's to report, unchanged
             return record
-        masked = " ".join(safe_run_name(word) for word in message.split(" "))
+        masked = " ".join(safe_run_name(word) if "=" in word else word for word in scrub(message).split(" "))
         if masked != message:
             record.msg, record.args = masked, None
         return record

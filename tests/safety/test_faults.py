@@ -45,6 +45,7 @@ def test_disk_full_ends_failed_in_one_line_and_leaves_no_partial_file(run_harnes
     assert (run_dir / "status.txt").read_text().strip() == "FAILED"
     error = (run_dir / "error.txt").read_text()
     assert "No space left on device" in error and "Traceback" in error
+    assert "Traceback" in (run_dir / "job.log").read_text(), "the traceback belongs in the run's log file"
     assert mlflow_statuses(run_harness.root) == ["FAILED"]
     leftovers = [p for p in run_dir.rglob("*") if ".tmp" in p.name or (p.suffix in (".pt", ".npz") and not p.stat().st_size)]
     assert not leftovers, leftovers
