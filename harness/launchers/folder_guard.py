@@ -5,6 +5,7 @@
 - An experiment name that would carry a secret (`experiment_name=${oc.env:SECRET}`) is refused.
 - MLflow's own "View run at <tracking URI>" lines are silenced when the URI carries a password, and log
   records (Hydra's "#0 : <overrides>" lines) are masked.
+
 `mask_hydra_files` masks Hydra's `.hydra/*.yaml` (written before the job starts) with the one rule of
 `harness.secrets`; the job calls it first thing, in whatever process or node it runs.
 
