@@ -59,6 +59,7 @@ TOOL_NOTICES = {
 
 EXIT_BAD_INPUT = 2
 EXIT_RUN_FAILED = 1
+EXIT_KILLED = 130
 
 
 def print_algos(argv: List[str]) -> int:
@@ -174,10 +175,12 @@ def run_cli(argv: List[str]) -> int:
             try:
                 _check_cluster(configs)
                 _check_tasks(configs)
+                _check_resumes(configs, args.overrides, multirun)
             except ValueError as err:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
     from harness import job
+    from harness.refused import Refused
 
     if launches:
         study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one
@@ -187,7 +190,14 @@ def run_cli(argv: List[str]) -> int:
 
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     job.RESULTS.clear()
-    _run_hydra(hydra_argv)
+    try:
+        _run_hydra(hydra_argv)
+    except Refused as err:
+        return _fail(str(err))
+    except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
+        reason = str(err) or "interrupted (Ctrl-C)"
+        print(f"harness: stopped: {reason}; the run in progress is recorded as KILLED", file=sys.stderr)
+        return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     if multirun and job.RESULTS:
         print(job.summarize(job.RESULTS))
         sweep_dir = job.sweep_folder(job.RESULTS)
@@ -226,7 +236,8 @@ def _prints_job_config_only(args) -> bool:
 INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
 # Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
-HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true"}
+HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
+                 "--reuse-across-versions": "reuse_across_versions=true"}
 
 
 def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:
@@ -258,6 +269,15 @@ def _check_tasks(configs) -> None:
 
         for dataset in datasets.values():
             check_task(dataset)
+
+
+def _check_resumes(configs, overrides, multirun: bool) -> None:
+    """trainer.resume / trainer.branch_from name an intact run, and a resume keeps that run's spec."""
+    if any(c.trainer.get("resume") or c.trainer.get("branch_from") for c in configs):
+        from harness.config.compose import expand_sweep
+        from harness.trainers.resume import check_resumes
+
+        check_resumes(configs, expand_sweep(overrides) if multirun else [list(overrides)])
 
 
 def _run_hydra(hydra_argv: List[str]) -> None:

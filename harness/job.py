@@ -38,7 +38,8 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
 NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
+                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking",
+                   "trainer.branch_from=", "reuse_across_versions=")
 
 
 def run_name(overrides) -> str:
@@ -57,10 +58,16 @@ def _raise_killed(signum, _frame):
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     from hydra.core.hydra_config import HydraConfig
 
+    from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
+    from harness.secrets import safe_run_name
+
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    name = run_name(hc.overrides.task) or cfg.algo.name
+    mask_hydra_files(run_dir, hc.output_subdir)  # Hydra wrote them, secrets included, before the job started
+    name = safe_run_name(run_name(hc.overrides.task) or cfg.algo.name)
     sweep_dir = hc.sweep.dir if hc.mode.name == "MULTIRUN" else None
+    if sweep_dir:
+        mask_yaml_files(Path(sweep_dir), ["multirun.yaml"])  # written by Hydra's sweeper, on the driver's node
     return name, run_dir, sweep_dir
 
 
@@ -78,8 +85,33 @@ def _remove_empty_run_dir(run_dir: Path) -> None:
 
 
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
-    tracker.finish(status, error=error)
+    try:
+        tracker.finish(status, error=error)
+    except Exception as err:  # e.g. a full disk: say so in one line, the run's status stays what it is
+        log.error("run %s: its end (%s) could not be fully recorded: %s", result.name, status,
+                  f"{type(err).__name__}: {err}")
     result.run_id = tracker.run_id
+
+
+def _traceback_to_log_file(name: str, text: str) -> None:
+    """The traceback goes to the run's log file (Hydra's job.log handler), not to the terminal."""
+    files = {h.baseFilename for h in logging.getLogger().handlers + log.handlers if isinstance(h, logging.FileHandler)}
+    for path in files:
+        try:
+            with open(path, "a") as handle:
+                handle.write(f"run {name} FAILED:\n{text}")
+        except OSError:  # a full disk: error.txt (or MLflow) holds it
+            pass
+
+
+def _close_detached_parent(sweep_dir: str) -> None:
+    """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
+    try:
+        from harness.tracking.sweep_callback import close_parent_if_all_ended
+
+        close_parent_if_all_ended(Path(sweep_dir))
+    except Exception as err:  # `repair` closes it from the jobs' statuses
+        log.warning("could not close the sweep's parent run: %s", err)
 
 
 def run_job(cfg: DictConfig) -> JobResult:
@@ -88,10 +120,12 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.trainers import build_trainer
 
     from harness.launchers.skip_finished import finished_twin
+    from harness.secrets import scrub
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
+    from harness.trainers.resume import resumed_spec
 
-    spec = validate(cfg)
+    spec = resumed_spec(validate(cfg))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
@@ -130,9 +164,10 @@ def run_job(cfg: DictConfig) -> JobResult:
         RESULTS.append(result)
         raise
     except Exception as err:  # a failing run must not take down the sweep
-        result.status, result.error = "FAILED", f"{type(err).__name__}: {err}"
+        result.status, result.error = "FAILED", scrub(f"{type(err).__name__}: {err}")
         _close(tracker, result, "FAILED", traceback.format_exc())
-        log.error("run %s FAILED: %s", name, result.error)
+        _traceback_to_log_file(name, scrub(traceback.format_exc()))
+        log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     else:
         _close(tracker, result, "FINISHED")
         shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
@@ -141,6 +176,8 @@ def run_job(cfg: DictConfig) -> JobResult:
     finally:
         signal.signal(signal.SIGTERM, previous)
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
+        if result.status != "RUNNING" and cfg.launcher.get("detach") and sweep_dir:
+            _close_detached_parent(sweep_dir)
     RESULTS.append(result)
     return result
 

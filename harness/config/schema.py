@@ -74,6 +74,7 @@ class TrainerConfig:
     torch_threads: int = 1
     progress: bool = True
     resume: Optional[str] = None  # a run folder or checkpoint file to continue from
+    branch_from: Optional[str] = None  # a run folder whose checkpoint starts a new run (harness/trainers/resume.py)
     warmstart: WarmStartConfig = field(default_factory=WarmStartConfig)
     verl: Dict[str, Any] = field(default_factory=dict)  # trainer=verl only: harness/trainers/verl/options.py
 
@@ -139,6 +140,7 @@ class RunConfig:
     anchor: Optional[str] = None
     seed: int = 0
     force: bool = False  # rerun jobs whose identical config already FINISHED (default: skip them)
+    reuse_across_versions: bool = False  # skip also jobs FINISHED by other code (default: same code version only)
     experiment_name: str = "harness"
     output_root: str = "."
     cache_dir: Optional[str] = None  # None: <output_root>/.harness/cache

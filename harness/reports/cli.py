@@ -68,6 +68,20 @@ def _list_sweeps() -> int:
     return 0
 
 
+def _check_folder(target: str) -> None:
+    """A folder given as the target must be a sweep's (or a run's): reports are never written into another."""
+    from harness.reports.locate import TargetError, job_dirs
+
+    folder = Path(target).expanduser()
+    if not folder.is_dir():
+        return
+    is_sweep = bool(job_dirs(folder)) or any((folder / name).is_file() for name in ("parent_run.json", "multirun.yaml"))
+    is_run = (folder / "config.yaml").is_file() or (folder / ".hydra").is_dir()
+    if not (is_sweep or is_run):
+        raise TargetError(f"{folder} is not a sweep or run folder (no job folders, parent_run.json, multirun.yaml "
+                          "or config.yaml in it); nothing written")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from harness.reports.registry import get_kind, list_kinds
 
@@ -84,6 +98,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         kinds = _kinds(args.kind, known)
+        _check_folder(args.target)
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
         result = build_reports(target, kinds, history=args.history)
     except (TargetError, ValueError) as err:

@@ -9,84 +9,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-# Matched against each dotted part of a name: `HF_TOKEN`, `api_token`, `aws.secret_access_key`,
-# `MLFLOW_TRACKING_PASSWORD` are secret; `max_new_tokens`, `tokenizer`, `pad_token_id`, `topk` are not.
-SECRET_PART = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET|CREDENTIAL|AUTH(?!OR(?!IZ))"
-                         r"|(API|ACCESS|PRIVATE)[-_]?KEY|TOKEN$|(^|[-_])KEY$", re.IGNORECASE)
-MASK = "***"
-MIN_SECRET_LENGTH = 6  # shorter env values ("1", "true") would mask innocent text
+# the one masking rule, re-exported for the modules that import it from here
+from harness.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
+                             scrub, secret_env_values)
+
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
 NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
+              "reuse_across_versions",
               "trainer.torch_threads", "sweeper", "optuna",
               "delta", "alpha", "anchor")
-
-
-def looks_secret(name: str) -> bool:
-    return any(SECRET_PART.search(part) for part in name.split("."))
-
-
-def secret_env_values() -> List[str]:
-    """Values of credential-named environment variables, longest first (so overlaps mask fully)."""
-    values = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= MIN_SECRET_LENGTH}
-    return sorted(values, key=len, reverse=True)
-
-
-def _mask_url_password(text: str) -> str:
-    if "://" not in text or "@" not in text:
-        return text
-    try:
-        parts = urlsplit(text)
-        if parts.password is None:
-            return text
-        netloc = parts.netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return text
-
-
-def scrub(text: str) -> str:
-    """`text` with secret env values and URL passwords masked."""
-    for value in secret_env_values():
-        text = text.replace(value, MASK)
-    return _mask_url_password(text)
-
-
-def mask_overrides(overrides: Iterable[str]) -> List[str]:
-    """Hydra overrides with the value of every credential-named key masked: `+x.api_token=***`."""
-    out = []
-    for override in overrides:
-        key, sep, _ = override.partition("=")
-        out.append(f"{key}{sep}{MASK}" if sep and looks_secret(key.lstrip("+~")) else scrub(override))
-    return out
-
-
-def safe_run_name(name: str) -> str:
-    """A run name built from `k=v,k=v` overrides, with credential-named values masked."""
-    return ",".join(mask_overrides(name.split(",")))
 
 
 def redacted_container(cfg: DictConfig) -> Any:
     """The resolved config as plain containers, credential-named values masked (for `config.yaml`)."""
 
-    def walk(node: Any, name: str) -> Any:
-        if isinstance(node, dict):
-            return {k: walk(v, str(k)) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(v, name) for v in node]
-        if looks_secret(name) and node is not None:
-            return MASK
-        return scrub(node) if isinstance(node, str) else node
-
-    return walk(OmegaConf.to_container(cfg, resolve=True), "")
+    return mask_tree(OmegaConf.to_container(cfg, resolve=True))
 
 
 def redacted_yaml(cfg: DictConfig) -> str:
@@ -144,12 +88,27 @@ def common_tags(sweep_dir: Optional[str]) -> Dict[str, str]:
     return tags
 
 
+def _checkpoint_run_id(source: str) -> Optional[str]:
+    """The tracking run recorded beside a run folder's checkpoint (checkpoints/last.json), if any."""
+    path = Path(source).expanduser()
+    meta = path.with_suffix(".json") if path.suffix == ".pt" else path / "checkpoints" / "last.json"
+    try:
+        return json.loads(meta.read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
     tags = common_tags(sweep_dir)
+    from harness.code_version import code_version
+
     tags.update({
         "harness.role": "child" if sweep_dir else "run",
+        "harness.code_version": code_version(),
         "harness.config_hash": config_hash(cfg),
         "algo": str(cfg.algo.name),
         "precision": str(cfg.precision.name),
     })
+    if cfg.trainer.get("branch_from"):
+        tags["harness.branched_from"] = _checkpoint_run_id(str(cfg.trainer.branch_from)) or str(cfg.trainer.branch_from)
     return {k: scrub(v) for k, v in tags.items()}

@@ -5,7 +5,8 @@
 
 The database is created (or migrated) here, once, under a file lock, BEFORE the server starts, so neither
 the server's workers nor the runs race on its creation. Then `mlflow server` starts in its own process
-group, and this waits until it answers, prints its URL, and stops it cleanly on Ctrl-C / SIGTERM.
+group, and this waits until it answers, prints its URL, and stops it cleanly on Ctrl-C / SIGTERM; killed
+outright, this takes the group down with it (`harness.group_leader`).
 Point runs at it with `tracking=server` (http://127.0.0.1:5000) or `tracking.uri=http://HOST:PORT`."""
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from harness.tracking.store import default_root, default_uri, folder_lock
 BACKEND_SCHEMES = ("sqlite", "postgresql")
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class BadArgument(Exception):
@@ -91,6 +93,19 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
     raise StartFailed(f"mlflow server did not answer at {url}/health within {timeout:.0f} s")
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends it SIGTERM when this process dies, even by SIGKILL, and
+    the child (`harness.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness
+    server` holding the port (Linux; elsewhere only a clean stop stops it)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _stop(process: subprocess.Popen) -> None:
     """Terminate the server's whole process group (the workers too); kill it if it lingers."""
     for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
@@ -136,13 +151,14 @@ def main(argv: List[str]) -> int:
         artifacts = Path(args.artifacts_destination).expanduser().resolve()
         artifacts.mkdir(parents=True, exist_ok=True)
         prepare_database(args.backend_store_uri, artifacts.as_uri())
-        command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", args.backend_store_uri,
+        command = [sys.executable, "-m", "harness.group_leader", sys.executable, "-m", "mlflow", "server", "--backend-store-uri", args.backend_store_uri,
                    "--artifacts-destination", str(artifacts), "--host", args.host, "--port", str(args.port),
                    "--workers", str(args.workers)]
         if not args.access_log:
             command += ["--uvicorn-opts", "--no-access-log"]
         signal.signal(signal.SIGTERM, request_stop)
-        process = subprocess.Popen(command, start_new_session=True)
+        process = subprocess.Popen(command, start_new_session=True,
+                                   preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         url = f"http://{args.host}:{args.port}"
         _wait_ready(url, process, args.ready_timeout)
         print(f"harness server: ready at {url} (backend {scrub(args.backend_store_uri)}, artifacts {artifacts}, "

@@ -46,10 +46,11 @@ def sweep_size(config: DictConfig, overrides: List[str]) -> Optional[int]:
         return None
 
 
-def job_statuses(sweep_dir: Path) -> Dict[str, str]:
+def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
     """Job folder -> status. This process's job results come first (they know PRUNED, SKIPPED, SUBMITTED);
     then the `status.txt` every job writes when it ends, on any node; a job folder with neither (a job
-    killed with SIGKILL, or one that crashed before tracking) is UNKNOWN."""
+    killed with SIGKILL, or one that crashed before tracking) is UNKNOWN. `with_results=False`: the
+    folders' own record only (what every node sees)."""
     statuses = {}
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir()):
         if not ((folder / ".hydra").is_dir() or (folder / "config.yaml").is_file()):
@@ -57,6 +58,8 @@ def job_statuses(sweep_dir: Path) -> Dict[str, str]:
         status_file = folder / "status.txt"
         status = "SKIPPED" if (folder / "skipped.json").is_file() else "UNKNOWN"
         statuses[str(folder.resolve())] = status_file.read_text().strip() if status_file.is_file() else status
+    if not with_results:
+        return statuses
     try:
         from harness.job import RESULTS
     except ImportError:
@@ -147,8 +150,14 @@ class SweepTracking(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
-        if os.environ.get(NAMED_SWEEP_ENV):
-            # `python -m harness sweep` closes the parent (close_parent) and builds the reports at its end
+        detached = "SUBMITTED" in job_statuses(sweep_dir).values()
+        if detached and self.tracker is not None:
+            self.tracker.flush()
+        if detached and close_parent_if_all_ended(sweep_dir) is None:
+            log.info("sweep %s: detached, its parent run stays RUNNING until its last job ends", sweep_dir)
+        if os.environ.get(NAMED_SWEEP_ENV) or detached:
+            # `python -m harness sweep` closes the parent (close_parent) and builds the reports at its end;
+            # a detached sweep's last job closes it (close_parent_if_all_ended), or `repair` does
             for pulse in (self._pulse, getattr(self.tracker, "_heartbeat", None)):
                 if pulse is not None:
                     pulse.stop()
@@ -223,6 +232,22 @@ def close_parent(sweep_dir: Path) -> Optional[str]:
         spool.append({"op": "terminate", "status": status, "end_time": end})
         log.warning("sweep parent status %s spooled (%s): python -m harness sync %s", status, err, sweep_dir)
     return status
+
+
+ENDED = ("FINISHED", "FAILED", "KILLED", "SKIPPED", "PRUNED")
+
+
+def close_parent_if_all_ended(sweep_dir: Path) -> Optional[str]:
+    """Close a sweep's parent run once every one of its jobs has ended (from the job folders' own records,
+    which every node sees); the status it got, or None while a job is queued or running."""
+    sweep_dir = Path(sweep_dir)
+    if not (sweep_dir / PARENT_FILE).is_file() or not (sweep_dir / SWEEP_FILE).is_file():
+        return None
+    size = (yaml.safe_load((sweep_dir / SWEEP_FILE).read_text()) or {}).get("jobs")
+    statuses = job_statuses(sweep_dir, with_results=False)
+    if not size or len(statuses) < size or any(s not in ENDED for s in statuses.values()):
+        return None
+    return close_parent(sweep_dir)
 
 
 def _build_reports(sweep_dir: Path) -> None:

@@ -1,9 +1,15 @@
 """Checkpoints that resume a run exactly: the state goes to `<run_dir>/checkpoints/last.pt` (atomic
-rename) and a small `last.json` beside it says the step and the tracking run to continue.
-`CheckpointWriter` writes them on a background thread, in order, after the tracking flush they wait for."""
+rename), its SHA-256 to `last.pt.sha256` beside it (`sha256sum -c` format) and a small `last.json` says the
+step and the tracking run to continue. `CheckpointWriter` writes them on a background thread, in order,
+after the tracking flush they wait for.
+
+A checkpoint holds only tensors, numbers, strings and plain containers, and is read back with
+`torch.load(weights_only=True)`: a pickle planted in a run folder cannot run code. Its SHA-256 is checked
+first, so a changed byte (even inside a tensor) is refused with one line, before anything is loaded."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import threading
@@ -13,9 +19,39 @@ from typing import Any, Callable, Dict, Optional
 CHECKPOINT_DIR = "checkpoints"
 
 
+DIGEST_SUFFIX = ".sha256"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that must not be loaded (missing, changed, or not plain data); the message is one line."""
+
+
 def checkpoint_paths(run_dir: Path) -> tuple[Path, Path]:
     folder = Path(run_dir) / CHECKPOINT_DIR
     return folder / "last.pt", folder / "last.json"
+
+
+def digest_path(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + DIGEST_SUFFIX)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """`write(tmp)` then rename over `path`; a failed write (disk full) leaves no temporary file behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Optional[str]) -> Path:
@@ -23,29 +59,56 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
 
     state_path, meta_path = checkpoint_paths(run_dir)
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = state_path.with_suffix(".pt.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, state_path)
-    meta_tmp = meta_path.with_suffix(".json.tmp")
-    meta_tmp.write_text(json.dumps({"step": step, "run_id": run_id}))
-    os.replace(meta_tmp, meta_path)
+    digest: Dict[str, str] = {}
+
+    def write_state(tmp: Path) -> None:
+        torch.save(state, tmp)
+        digest["sha256"] = file_sha256(tmp)
+
+    _write_atomically(state_path, write_state)
+    _write_atomically(digest_path(state_path),
+                      lambda tmp: tmp.write_text(f"{digest['sha256']}  {state_path.name}\n"))
+    _write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps({"step": step, "run_id": run_id})))
     return state_path
 
 
-def find_checkpoint(resume: str) -> Path:
+def find_checkpoint(resume: str, key: str = "trainer.resume") -> Path:
     """`resume` is a run folder or a checkpoint file."""
     path = Path(resume).expanduser()
-    candidates = [path] if path.suffix == ".pt" else [checkpoint_paths(path)[0]]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"trainer.resume={resume!r}: no checkpoint found (looked for {candidates[0]})")
+    candidate = path if path.suffix == ".pt" else checkpoint_paths(path)[0]
+    if candidate.is_file():
+        return candidate
+    if not path.exists():
+        raise CheckpointError(f"{key}={resume!r} is not allowed: no such folder")
+    raise CheckpointError(f"{key}={resume!r} is not allowed: not a run folder with a checkpoint "
+                          f"(no {candidate})")
 
 
-def load_checkpoint(resume: str) -> Dict[str, Any]:
+def verify_checkpoint(state_path: Path, key: str = "trainer.resume") -> None:
+    """Refuse a checkpoint whose bytes are not the ones its run wrote (or whose checksum is missing)."""
+    recorded_path = digest_path(state_path)
+    if not recorded_path.is_file():
+        raise CheckpointError(f"{key}: {state_path} has no checksum ({recorded_path.name}); refusing to load it")
+    recorded = recorded_path.read_text().split()[:1]
+    if recorded != [file_sha256(state_path)]:
+        raise CheckpointError(f"{key}: {state_path} does not match its SHA-256 ({recorded_path.name}): "
+                              "changed after it was written; refusing to load it")
+
+
+def load_checkpoint(resume: str, key: str = "trainer.resume") -> Dict[str, Any]:
+    """The verified state of a checkpoint, read without running any code it may hold."""
+    import pickle
+
     import torch
 
-    return torch.load(find_checkpoint(resume), map_location="cpu", weights_only=False)
+    state_path = find_checkpoint(resume, key)
+    verify_checkpoint(state_path, key)
+    try:
+        return torch.load(state_path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"{key}: {state_path} is not a plain-data checkpoint, refusing to load it "
+                              f"({reason})") from None
 
 
 def resumed_run_id(cfg) -> Optional[str]:

@@ -41,14 +41,14 @@ def build(data: SweepData, page: Page) -> None:
     thresholds = {threshold(r)[0] for r in runs}
     axes = [k for k in data.factors(exclude=["algo.name", "precision.name", *thresholds]) if k.startswith("algo.")]
     columns = ["job", "run", "objective", "threshold", *[short_key(k) for k in axes], "precision", "seed",
-               "status", "final eval acc", "best eval acc", "collapse step", "last step", "run id", "error"]
+               "status", "final eval acc", "best eval acc", "collapse step", "last step", "run id", "code", "error"]
     rows, classes = [], []
     for i, run in enumerate(runs):
         s = summarize(data, run)
         _, symbol, value = threshold(run)
         rows.append([i, run.label, run.objective, f"{symbol}={fmt(value)}" if symbol else None,
                      *[run.param(k) for k in axes], run.precision, run.seed, run.status, s.final_acc,
-                     s.best_acc, s.collapse.step if s.collapse else None, s.last_step, run.short_id, run.error])
+                     s.best_acc, s.collapse.step if s.collapse else None, s.last_step, run.short_id, code_of(run), run.error])
         classes.append(f"status-{run.status}")
     page.heading("All runs")
     page.table(columns, rows, caption="Click a column header to sort. Final = mean of the last "
@@ -65,6 +65,11 @@ def build(data: SweepData, page: Page) -> None:
     else:
         page.text("No run failed.")
     _strip_plot(data, page)
+
+
+def code_of(run) -> str:
+    """The code version a run was made with (harness/code_version.py), else its git commit, if recorded."""
+    return run.tags.get("harness.code_version") or run.tags.get("git.commit", "")[:12]
 
 
 def _strip_plot(data: SweepData, page: Page) -> None:

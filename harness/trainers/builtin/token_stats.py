@@ -2,6 +2,7 @@
 anchor probability and entropy), saved at evaluation steps as `token_stats/step_<k>.npz` artifacts."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Dict, List
 
@@ -32,6 +33,12 @@ class TokenStats:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"step_{step:05d}.npz"
         merged = {k: np.concatenate([p[k] for p in self.parts]) for k in self.parts[0]} if self.parts else {}
-        np.savez_compressed(path, **merged)
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        try:  # whole or absent: a full disk leaves no partial file
+            np.savez_compressed(tmp, **merged)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         self.parts.clear()
         return path

@@ -61,8 +61,9 @@ class BuiltinTrainer:
         self.sample_gen = torch.Generator().manual_seed(cfg.seed)
         self.step = 0
         self.best_eval = -math.inf
-        if self.t.resume:
-            self._restore(load_checkpoint(self.t.resume))
+        source = ("trainer.resume", self.t.resume) if self.t.resume else ("trainer.branch_from", self.t.get("branch_from"))
+        if source[1]:
+            self._restore(load_checkpoint(source[1], source[0]))
         else:
             stats = warm_start(self.model, self.tokenizer, self.task, self.t.warmstart,
                                cache_dir=self._cache_dir(), seed=self.t.warmstart.seed)

@@ -1,0 +1,54 @@
+"""Claiming a run or sweep folder for one process: an exclusive `flock` on `<folder>/.harness.lock`, held
+until the claim is released or the process ends. The kernel drops the lock of a process that dies (even
+by SIGKILL), so no stale claim is left; the file says who holds it. Imports nothing from harness."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Dict
+
+LOCK_FILE = ".harness.lock"
+_HELD: Dict[str, int] = {}  # folder -> descriptor holding its lock (a process may claim again what it holds)
+
+
+class FolderInUse(Exception):
+    """Another process holds the folder; the message is one line."""
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"]))
+        return f"pid {info['pid']} on {info['host']} since {started}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+def claim(folder: Path, what: str = "folder") -> None:
+    """Hold `folder` for this process, or raise FolderInUse naming the holder."""
+    folder = Path(folder).expanduser().resolve()
+    if str(folder) in _HELD:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _holder(fd)
+        os.close(fd)
+        raise FolderInUse(f"{what} {folder} is in use by {holder}: wait for it to end, or choose another "
+                          "folder") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
+    _HELD[str(folder)] = fd
+
+
+def release(folder: Path) -> None:
+    fd = _HELD.pop(str(Path(folder).expanduser().resolve()), None)
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)

@@ -1,0 +1,76 @@
+"""One masking rule everywhere the harness writes or prints: a secret-named override (`+tracking.token=`),
+a secret-named environment variable interpolated into an innocent key (`${oc.env:HF_TOKEN}`) and the
+password of the tracking URI (`http://user:pass@host`, against a real `harness server`) appear in no
+stdout/stderr line (MLflow's "View run at" links included), job.json, .hydra/*.yaml, multirun.yaml,
+config.yaml, nor in MLflow's params, tags, run or experiment names; an experiment named after a secret is
+refused before anything is created."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from tracking_helpers import Server, free_port
+
+TOKEN = "tok-Zq81x-hunter2"
+HF_TOKEN = "hf_envSecret_Pw55y"
+URI_PASSWORD = "uriPass-9k3Lm"
+
+
+def written_texts(root: Path) -> dict:
+    return {str(p): p.read_text(errors="replace") for folder in ("outputs", "multirun") if (root / folder).is_dir()
+            for p in (root / folder).rglob("*") if p.is_file() and p.suffix in (".yaml", ".json", ".txt", ".log")}
+
+
+def store_texts(db: Path) -> list:
+    with sqlite3.connect(db) as conn:
+        rows = [*conn.execute("SELECT key, value FROM params"), *conn.execute("SELECT key, value FROM tags"),
+                *conn.execute("SELECT name, artifact_location FROM experiments"),
+                *conn.execute("SELECT run_uuid, name FROM runs")]
+    return [str(v) for row in rows for v in row]
+
+
+def assert_no_secret(texts, where: str) -> None:
+    for secret in (TOKEN, HF_TOKEN, URI_PASSWORD):
+        leaks = [(name, text[max(0, text.find(secret) - 150):text.find(secret) + 40])
+                 for name, text in texts.items() if secret in text]
+        assert not leaks, f"{secret!r} leaked into {where}: {leaks}"
+
+
+@pytest.fixture
+def server(tmp_path):
+    srv = Server(tmp_path / "server", free_port())
+    srv.root.mkdir()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def test_secrets_masked_in_every_output_of_a_run_and_a_sweep(run_harness, server):
+    env = {"HF_TOKEN": HF_TOKEN}
+    uri = f"http://alice:{URI_PASSWORD}@127.0.0.1:{server.port}"
+    secrets = (f"+tracking.token={TOKEN}", "+launcher.params.note=${oc.env:HF_TOKEN}")
+    single = run_harness("debug=quick", "trainer.steps=1", *secrets, f"tracking.uri={uri}", env=env, check=True)
+    # a sweep's parent_run.json keeps its store's URI as given (its jobs and `repair` connect with it): the
+    # sweep's store is given without a password here (use MLFLOW_TRACKING_USERNAME/PASSWORD for a sweep)
+    sweep = run_harness("-m", "debug=quick", "trainer.steps=1", "seed=1,2", *secrets, f"tracking.uri={server.url}",
+                        env=env, check=True)
+    printed = {"single run stdout": single.stdout, "single run stderr": single.stderr,
+               "sweep stdout": sweep.stdout, "sweep stderr": sweep.stderr}
+    assert_no_secret(printed, "the terminal")
+    assert "token=***" in single.stdout and "alice:***@" not in single.stdout
+    files = written_texts(run_harness.root)
+    assert any(name.endswith("job.json") for name in files) and any("/.hydra/" in name for name in files)
+    assert any(name.endswith("multirun.yaml") for name in files)
+    assert_no_secret(files, "the run folders")
+    assert_no_secret({"mlflow": "\n".join(store_texts(server.root / "mlruns.db"))}, "the MLflow store")
+
+
+def test_experiment_named_after_a_secret_is_refused(run_harness):
+    proc = run_harness("debug=quick", "experiment_name=${oc.env:HF_TOKEN}", env={"HF_TOKEN": HF_TOKEN})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and "experiment_name=***" in proc.stderr
+    assert HF_TOKEN not in proc.stdout + proc.stderr
+    assert not (run_harness.root / "outputs").exists()
+    if (run_harness.root / "mlruns.db").is_file():
+        assert_no_secret({"mlflow": "\n".join(store_texts(run_harness.root / "mlruns.db"))}, "the MLflow store")
