@@ -111,14 +111,14 @@ def run_cli(argv: List[str]) -> int:
             except ValueError as err:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
-    from harness import job
+    from harness import results
 
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
-    job.RESULTS.clear()
+    results.RESULTS.clear()
     _run_hydra(hydra_argv)
-    if multirun and job.RESULTS:
-        print(job.summarize(job.RESULTS))
-    return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
+    if multirun and results.RESULTS:
+        print(results.summarize(results.RESULTS))
+    return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
 
 
 def _plain_cfg_job_args(argv: List[str]):
@@ -181,7 +181,7 @@ def _run_hydra(hydra_argv: List[str]) -> None:
 
     from harness.config.schema import register_schemas
     from harness.job import run_job
-    from harness.launchers import register_with_hydra
+    from hydra_plugins.harness_launcher import register_with_hydra
 
     register_schemas()
     register_with_hydra()

@@ -11,37 +11,14 @@ import signal
 import socket
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 from omegaconf import DictConfig
 
+from harness.results import OK_STATUSES, RESULTS, JobResult, run_name, summarize  # noqa: F401 (re-exported)
+
 log = logging.getLogger("harness")
-
-
-@dataclass
-class JobResult:
-    name: str
-    status: str  # FINISHED | FAILED | KILLED
-    run_dir: str
-    run_id: Optional[str] = None
-    error: Optional[str] = None
-    final_metrics: Optional[dict] = None
-
-
-RESULTS: List[JobResult] = []
-OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
-
-
-# Overrides that say how a job runs rather than what it computes, left out of its run name.
-NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking")
-
-
-def run_name(overrides) -> str:
-    """A run's name: the overrides that say what it computes, e.g. 'algo=drpo,delta=0.1'."""
-    return ",".join(o for o in overrides if not o.startswith(NOT_IN_RUN_NAME))
 
 
 class Killed(BaseException):
@@ -120,13 +97,3 @@ def run_job(cfg: DictConfig) -> JobResult:
         signal.signal(signal.SIGTERM, previous)
     RESULTS.append(result)
     return result
-
-
-def summarize(results: List[JobResult]) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in ("FINISHED", "FAILED", "KILLED")}
-    counts.update({s: n for s in ("SKIPPED", "SUBMITTED", "PRUNED") if (n := sum(r.status == s for r in results))})
-    lines = [f"sweep: {len(results)} runs: " + ", ".join(f"{n} {s.lower()}" for s, n in counts.items())]
-    for r in results:
-        if r.status not in OK_STATUSES:
-            lines.append(f"  {r.status}: {r.name} ({r.run_dir}): {r.error}")
-    return "\n".join(lines)

@@ -10,15 +10,12 @@ from urllib.parse import urlparse
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from harness.algorithms import specs
+from harness.config.errors import ConfigError
 
 ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
 ALLOWED_LOSS_AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 ALLOWED_ANCHORS = ("rollout", "recompute")
-
-
-class ConfigError(ValueError):
-    """A composed config that cannot run; the message is one line for the user."""
 
 
 def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:

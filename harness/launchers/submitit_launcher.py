@@ -70,7 +70,7 @@ class SubmititLauncher(HarnessLauncher):
 
     @staticmethod
     def _detached_return(overrides: Sequence[str], job) -> JobReturn:
-        from harness.job import RESULTS, JobResult, run_name
+        from harness.results import RESULTS, JobResult, run_name
 
         result = JobResult(name=run_name(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
                            error=None, run_id=None)
@@ -82,7 +82,7 @@ class SubmititLauncher(HarnessLauncher):
         try:
             ret = job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
-            from harness.job import RESULTS, JobResult, run_name
+            from harness.results import RESULTS, JobResult, run_name
 
             message = str(err).strip().splitlines()
             reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),

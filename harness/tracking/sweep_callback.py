@@ -58,7 +58,7 @@ def job_statuses(sweep_dir: Path) -> Dict[str, str]:
         status = "SKIPPED" if (folder / "skipped.json").is_file() else "UNKNOWN"
         statuses[str(folder.resolve())] = status_file.read_text().strip() if status_file.is_file() else status
     try:
-        from harness.job import RESULTS
+        from harness.results import RESULTS
     except ImportError:
         RESULTS = []
     for result in RESULTS:
@@ -68,7 +68,7 @@ def job_statuses(sweep_dir: Path) -> Dict[str, str]:
 
 def ok_statuses() -> Tuple[str, ...]:
     try:
-        from harness.job import OK_STATUSES
+        from harness.results import OK_STATUSES
     except ImportError:
         return ("FINISHED", "SKIPPED")
     return tuple(OK_STATUSES)

@@ -16,3 +16,13 @@ class SubmititLauncher(_Submitit):
 
 class OptunaSweeper(_Optuna):
     pass
+
+
+def register_with_hydra() -> None:
+    """Register our launchers and sweeper with Hydra explicitly: Hydra's own scan of `hydra_plugins` cannot list
+    modules through an editable install's import hook."""
+    from hydra.core.plugins import Plugins
+
+    plugins = Plugins.instance()
+    for cls in (LocalParallelLauncher, SubmititLauncher, OptunaSweeper):
+        plugins.register(cls)
