@@ -1,10 +1,10 @@
 """`python -m harness [run|multirun|algos] [hydra flags] [overrides]`.
 
 Hydra-native: overrides, `-m`, `--cfg job`, `--info` behave exactly as in Hydra. Before Hydra starts any
-job, every job of the run or sweep is composed and validated (`harness.config.compose.preflight`), so a
-bad value is refused with one line and exit code 2 before anything is created or submitted. Heavy
-modules (torch, mlflow) are only imported by the job itself. Compositions are cached on disk
-(`harness.config.compose_cache`), so a repeated `--cfg job` does not even import Hydra."""
+job, every job of the run or sweep is composed by Hydra and validated (`harness.config.compose`), so a
+bad value is refused with one line and exit code 2 before anything is created or submitted. The launch
+uses those configs: a job is composed and validated once. Heavy modules (torch, mlflow) are only imported
+by the job itself."""
 from __future__ import annotations
 
 import sys
@@ -82,21 +82,19 @@ def run_cli(argv: List[str]) -> int:
     args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
+    jobs = []
     if not only_informs:
-        from harness.config.compose import preflight_composed
-        from harness.config.validate import ConfigError
+        from harness.config.compose import preflight_jobs
+        from harness.config.errors import ConfigError
 
         try:
-            composed, configs = preflight_composed(args.overrides, multirun, cache=True)
+            jobs = preflight_jobs(args.overrides, multirun)
         except ConfigError as err:
             return _fail(str(err))
-        if not multirun and _prints_job_config_only(args):
-            # Hydra would compose the same config a second time just to print it (and discover its plugins)
-            from omegaconf import OmegaConf
-
-            sys.stdout.write(OmegaConf.to_yaml(composed[0]))
-            sys.stdout.flush()
+        if _prints_job_config_only(args):
+            _print_job_configs(jobs, multirun)
             return 0
+        configs = [job.spec for job in jobs]
         launches_jobs = args.cfg is None and args.info is None
         if launches_jobs and any(c.trainer.get("verl", {}).get("dry_run") for c in configs):
             from harness.trainers.verl.dry_run import print_plans
@@ -112,18 +110,40 @@ def run_cli(argv: List[str]) -> int:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
     from harness import results
+    from harness.config import composed
 
-    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     results.RESULTS.clear()
-    _run_hydra(hydra_argv)
+    composed.clear()
+    for job in jobs:
+        composed.remember(job.overrides, job.config, job.spec)
+    if jobs and not multirun and _launches_with_default_config(args):
+        from harness.launchers.single import run_single
+
+        run_single(jobs[0].config)
+    else:
+        _run_hydra(argv + (["--multirun"] if multirun and not args.multirun else []))
     if multirun and results.RESULTS:
         print(results.summarize(results.RESULTS))
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
 
 
+def _print_job_configs(jobs, multirun: bool) -> None:
+    """What `--cfg job` prints: the job's config as Hydra composed it (each job's, headed by its overrides,
+    for a sweep: Hydra itself refuses --cfg with --multirun)."""
+    from omegaconf import OmegaConf
+
+    from harness.config.compose import task_config
+
+    for job in jobs:
+        if multirun:
+            sys.stdout.write(f"# job: {' '.join(job.overrides)}\n")
+        sys.stdout.write(OmegaConf.to_yaml(task_config(job.config)))
+    sys.stdout.flush()
+
+
 def _plain_cfg_job_args(argv: List[str]):
-    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job`, without importing Hydra
-    (with a cached composition, `--cfg job` then never imports it); None for anything else."""
+    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job` (Hydra's argument parser
+    is not needed for it); None for anything else."""
     for flag in ("--cfg", "-c"):
         pair = [flag, "job"]
         overrides = argv[2:] if argv[:2] == pair else argv[:-2] if argv[-2:] == pair else None
@@ -137,9 +157,15 @@ def _plain_cfg_job_args(argv: List[str]):
     return None
 
 
+def _launches_with_default_config(args) -> bool:
+    """No Hydra flag that changes which config is composed or what is done with it."""
+    return (args.cfg is None and args.info is None and args.package is None and args.config_path is None
+            and args.config_name is None and args.config_dir is None and not args.experimental_rerun)
+
+
 def _prints_job_config_only(args) -> bool:
-    """`--cfg job` of one run with the default config and no other Hydra flag: the preflight's composition is
-    exactly what Hydra prints (checked against Hydra in tests/config/test_cfg_job.py)."""
+    """`--cfg job` with the default config and no other Hydra flag: the preflight's composition is exactly
+    what Hydra prints (checked against Hydra in tests/config/test_cfg_job.py)."""
     return (args.cfg == "job" and args.info is None and not args.resolve and args.package is None
             and args.config_path is None and args.config_name is None and args.config_dir is None
             and not args.experimental_rerun and not args.run)

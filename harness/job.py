@@ -39,13 +39,25 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     return name, run_dir, sweep_dir
 
 
+def _spec(cfg: DictConfig) -> DictConfig:
+    """The validated run config: the preflight's, when this process composed the job (the launch does not
+    compose or validate it again); else (an Optuna trial, a resumed attempt) validated here."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from harness.config import composed
+    from harness.config.validate import validate
+
+    task = list(HydraConfig.get().overrides.task)
+    spec = composed.spec_for(task)
+    return spec if spec is not None else validate(cfg, task)
+
+
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
     tracker.finish(status, error=error)
     result.run_id = tracker.run_id
 
 
 def run_job(cfg: DictConfig) -> JobResult:
-    from harness.config.validate import validate
     from harness.tracking import open_tracker
     from harness.trainers import build_trainer
 
@@ -53,7 +65,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.sweeps.pruning import Pruned
     from harness.tracking.outage import apply_client_defaults
 
-    spec = validate(cfg)
+    spec = _spec(cfg)
     name, run_dir, sweep_dir = _job_identity(cfg)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
     twin = finished_twin(spec)

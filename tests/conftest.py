@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# The CLI's composed-config cache (harness/config/compose_cache.py) and the geometry report's grid cache
-# (harness/reports/geometry_cache.py) go to folders of this session, not the user's ~/.cache; subprocesses
-# inherit them.
-for _variable, _prefix in (("HARNESS_CONFIG_CACHE", "harness-test-configs-"),
-                           ("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-")):
+# The geometry report's grid cache (harness/reports/geometry_cache.py) goes to a folder of this session, not
+# the user's ~/.cache; subprocesses inherit it.
+for _variable, _prefix in (("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-"),):
     if _variable not in os.environ:
         os.environ[_variable] = tempfile.mkdtemp(prefix=_prefix)
         atexit.register(shutil.rmtree, os.environ[_variable], ignore_errors=True)

@@ -164,6 +164,18 @@ class RunConfig:
 
 
 @dataclass
+class SequentialLauncherConf:
+    _target_: str = "hydra_plugins.harness_launcher.SequentialLauncher"
+
+
+@dataclass
+class GridSweeperConf:
+    _target_: str = "hydra_plugins.harness_launcher.GridSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[Dict[str, str]] = None
+
+
+@dataclass
 class LocalParallelLauncherConf:
     _target_: str = "hydra_plugins.harness_launcher.LocalParallelLauncher"
     workers: Optional[int] = None
@@ -202,6 +214,8 @@ def register_schemas() -> None:
     cs = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         cs.store(name=name, node=node)
+    cs.store(group="hydra/launcher", name="harness_local", node=SequentialLauncherConf)
     cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
     cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)
+    cs.store(group="hydra/sweeper", name="harness_basic", node=GridSweeperConf)
     cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)

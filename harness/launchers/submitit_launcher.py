@@ -52,7 +52,7 @@ class SubmititLauncher(HarnessLauncher):
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
         with executor.batch():
-            submitted = [executor.submit(self, overrides, idx, state) for overrides, idx in jobs]
+            submitted = [executor.submit(self.for_job(overrides), overrides, idx, state) for overrides, idx in jobs]
         self._record_submission(sweep_dir, jobs, submitted, cluster)
         if self.config.launcher.detach:
             return [self._detached_return(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
