@@ -7,6 +7,7 @@ parse errors become one-line `ConfigError`s that suggest the nearest valid name.
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -91,8 +92,6 @@ def compose(overrides: Sequence[str]) -> DictConfig:
 
 def task_config(full: DictConfig) -> DictConfig:
     """A composed config without its `hydra` node (what the job function receives)."""
-    import copy
-
     cfg = copy.copy(full)
     with open_dict(cfg):
         del cfg["hydra"]
@@ -107,6 +106,11 @@ def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")
+    from harness.config.composed import handed_over
+
+    given = handed_over(jobs)
+    if given is not None:
+        return given
     composed = []
     with hydra_session():
         for job in jobs:
@@ -206,7 +210,8 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
         hint = did_you_mean(leaf, siblings, f"{parent}.{{}}" if parent else "{}")
         return f"unknown key '{bad}'; {hint}allowed: {', '.join(siblings) or 'see `python -m harness --cfg job`'}"
     if "could not be converted" in text or "Value '" in text:
-        m = re.search(r"Value '([^']*)' (?:of type '\w+' )?could not be converted to (\w+)", text)
+        m = (re.search(r"Value '([^']*)' (?:of type '\w+' )?could not be converted to (\w+)", text)
+             or re.search(r"Value '([^']*)' is not a valid (\w+)", text))
         if m:
             return f"{key}={m.group(1)!r} has the wrong type: expected {m.group(2).lower()}"
     if "Could not find" in text:
@@ -217,7 +222,19 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
 
 
 def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
-    """The keys that do exist next to a misspelt one, from the config composed with the same choices."""
+    """The keys that do exist next to a misspelt one: the fields of its node's schema, or (for the untyped
+    `algo` node and the like) the keys of the config composed with the same choices."""
+    import dataclasses
+    import typing
+
+    from harness.config.schema import RunConfig
+
+    node: object = RunConfig
+    for part in bad_key.split(".")[:-1]:
+        hints = typing.get_type_hints(node) if dataclasses.is_dataclass(node) else {}
+        node = hints.get(part)
+    if dataclasses.is_dataclass(node):
+        return [f.name for f in dataclasses.fields(node)]
     from omegaconf import OmegaConf
 
     parent = bad_key.rpartition(".")[0]
@@ -225,9 +242,9 @@ def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
     try:
         from hydra import compose as hydra_compose
 
-        node = hydra_compose(config_name=CONFIG_NAME, overrides=choices)
-        node = OmegaConf.select(node, parent) if parent else node
-        return sorted(str(k) for k in node.keys())
+        found = hydra_compose(config_name=CONFIG_NAME, overrides=choices)
+        found = OmegaConf.select(found, parent) if parent else found
+        return sorted(str(k) for k in found.keys())
     except Exception:
         return []
 
