@@ -21,6 +21,18 @@ for _variable, _prefix in (("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-"),
         atexit.register(shutil.rmtree, os.environ[_variable], ignore_errors=True)
 
 
+# Tests under these folders carry the folder's marker, so `-m "not e2e and not verl ..."` leaves them out (the
+# README's fast test loop).
+FOLDER_MARKERS = {"e2e": "e2e", "slurm": "slurm", "browser": "browser", "verl": "verl"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
+        if parts and parts[0] in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[parts[0]])
+
+
 @pytest.fixture(scope="session")
 def warm_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("warm_cache")
