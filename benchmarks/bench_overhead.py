@@ -1,4 +1,4 @@
-"""Harness overhead: a whole run's wall time minus the trainer's own time, and the CLI's start-up time.
+"""Harness overhead: a whole run's wall time minus the trainer's own time.
 
     python benchmarks/bench_overhead.py [--quick] [--json PATH] [--reps N]
 
@@ -17,10 +17,8 @@
    The detail has the CPU seconds of the run's process and of its children (the tracking sidecar, which
    records the MLflow run on the other core). `HARNESS_TRACKING_SIDECAR=0 python benchmarks/run.py
    --only overhead` measures the in-process tracker instead, for comparison.
-2. `python -m harness --cfg job` against `python -c "import hydra"`, alternating (target <= 1.5x): with the
-   composed-config cache filled by the first (dropped) round, as a repeated command runs, and cold (an empty
-   cache folder each call: the first call for a conf tree and overrides) as a second figure. A bare
-   `@hydra.main` app printing the same config is timed alongside, as the floor for a Hydra-native CLI.
+The `--cfg job` start-up figure (against `import hydra`) is retired: configs are composed by Hydra alone
+(issue #17), without the second composer and the composed-config cache it measured.
 """
 from __future__ import annotations
 
@@ -84,7 +82,7 @@ started = time.perf_counter()
 import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
 import harness.trainers, harness.tracking.tracker as tt, harness.tracking.sidecar as sc
 acc["imports"] = time.perf_counter() - started
-wrap(harness.config.compose, "preflight_composed", "preflight")  # what the CLI calls (also does preflight)
+wrap(harness.config.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
 wrap(harness.tracking, "open_tracker", "open_tracker")
 build_trainer = harness.trainers.build_trainer
@@ -108,13 +106,6 @@ def dump():
                    "cpu_s": cpu(resource.RUSAGE_SELF), "children_cpu_s": cpu(resource.RUSAGE_CHILDREN)}, f)
 atexit.register(dump)
 harness.cli.main(sys.argv[1:])
-"""
-
-HYDRA_APP = r"""
-import hydra
-from harness.config.schema import register_schemas
-register_schemas()
-hydra.main(version_base="1.3", config_path="pkg://harness.conf", config_name="config")(lambda cfg: None)()
 """
 
 
@@ -158,33 +149,11 @@ def timed_run(overrides, root: Path, cache_dir: Path) -> dict:
             "cpu_s": t["cpu_s"], "children_cpu_s": t["children_cpu_s"]}
 
 
-def cli_startup(reps: int, root: Path) -> dict:
-    """Alternating start-up times. `cfg_job` uses a composed-config cache of this benchmark (filled by the
-    dropped first round: what a repeated command pays); `cfg_job_cold` an empty cache folder every call
-    (what the first call with a given conf tree and overrides pays)."""
-    cache = root / "config-cache"
-    env = {**os.environ, "HARNESS_OUTPUT_ROOT": str(root), "HARNESS_CONFIG_CACHE": str(cache)}
-    commands = {"import_hydra": [sys.executable, "-c", "import hydra"],
-                "cfg_job": [sys.executable, "-m", "harness", "--cfg", "job"],
-                "cfg_job_cold": [sys.executable, "-m", "harness", "--cfg", "job"],
-                "hydra_app_cfg_job": [sys.executable, "-c", HYDRA_APP, "--cfg", "job"]}
-    times = {k: [] for k in commands}
-    for rep in range(reps + 1):  # the first round warms the page cache (and the config cache) and is dropped
-        for key in (list(commands) if rep % 2 else list(commands)[::-1]):
-            run_env = env if key != "cfg_job_cold" else {**env, "HARNESS_CONFIG_CACHE": str(root / f"cold-{rep}")}
-            started = time.perf_counter()
-            subprocess.run(commands[key], cwd=root, env=run_env, check=True, capture_output=True)
-            if rep:
-                times[key].append(time.perf_counter() - started)
-    return times
-
-
 def main(argv=None) -> int:
     args = bench_args(__doc__, argv)
     reps = args.reps or (1 if args.quick else 2)
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmp:
         root = Path(tmp)
-        startup = cli_startup(2 if args.quick else 10, root)
         if args.quick:
             overrides, calibration = ["debug=quick"], None
         else:
@@ -211,18 +180,8 @@ def main(argv=None) -> int:
                    (r["overhead_s"] + r["background_cpu_s"].get("checkpoint_write", 0.0)) / r["wall_s"] for r in runs]),
                fraction_if_trainer_init_counted=median([(r["overhead_s"] + r["trainer_init_s"]) / r["wall_s"]
                                                         for r in runs])),
-        figure(f"{NAME}.cfg_job_vs_import_hydra", median_ratio(startup["cfg_job"], startup["import_hydra"]), "<= 1.5",
-               "python -c 'import hydra', alternating",
-               cfg_job_s=median(startup["cfg_job"]), import_hydra_s=median(startup["import_hydra"]),
-               hydra_app_cfg_job_s=median(startup["hydra_app_cfg_job"]),
-               hydra_app_vs_import_hydra=median_ratio(startup["hydra_app_cfg_job"], startup["import_hydra"]),
-               reps=len(startup["cfg_job"])),
-        figure(f"{NAME}.cfg_job_cold_vs_import_hydra", median_ratio(startup["cfg_job_cold"], startup["import_hydra"]),
-               "<= 1.5", "python -c 'import hydra', alternating (the composed-config cache empty at every call)",
-               cfg_job_cold_s=median(startup["cfg_job_cold"]), import_hydra_s=median(startup["import_hydra"]),
-               reps=len(startup["cfg_job_cold"])),
     ]
-    write_figures(args.json, NAME, figures, runs=runs, calibration=calibration, startup_s=startup)
+    write_figures(args.json, NAME, figures, runs=runs, calibration=calibration)
     return 0
 
 

@@ -46,8 +46,7 @@ BENCHMARKS: Dict[str, Benchmark] = {
     "trainer_vs_trl": Benchmark("bench_trainer_vs_trl.py", ["trainer_vs_trl.step_speedup",
                                                             "trainer_vs_trl.tokens_per_s"]),
     "compute_efficiency": Benchmark("bench_compute_efficiency.py", ["compute_efficiency.step"]),
-    "overhead": Benchmark("bench_overhead.py", ["overhead.run_fraction", "overhead.cfg_job_vs_import_hydra",
-                                             "overhead.cfg_job_cold_vs_import_hydra"]),
+    "overhead": Benchmark("bench_overhead.py", ["overhead.run_fraction"]),  # --cfg job figure: retired (#17)
     "tracking": Benchmark("bench_tracking.py", ["tracking.step_fraction", "tracking.batch_vs_per_metric"]),
     "objectives": Benchmark("bench_objectives.py", ["objectives.worst_vs_grpo",
                                                     "objectives.bandpo_kl_solver_speedup"]),

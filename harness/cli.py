@@ -1,10 +1,10 @@
 """`python -m harness [run|multirun|algos] [hydra flags] [overrides]`.
 
 Hydra-native: overrides, `-m`, `--cfg job`, `--info` behave exactly as in Hydra. Before Hydra starts any
-job, every job of the run or sweep is composed and validated (`harness.config.compose.preflight`), so a
-bad value is refused with one line and exit code 2 before anything is created or submitted. Heavy
-modules (torch, mlflow) are only imported by the job itself. Compositions are cached on disk
-(`harness.config.compose_cache`), so a repeated `--cfg job` does not even import Hydra."""
+job, every job of the run or sweep is composed by Hydra and validated (`harness.config.compose`), so a
+bad value is refused with one line and exit code 2 before anything is created or submitted. The launch
+uses those configs: a job is composed and validated once. Heavy modules (torch, mlflow) are only imported
+by the job itself."""
 from __future__ import annotations
 
 import os
@@ -149,21 +149,19 @@ def run_cli(argv: List[str]) -> int:
     args = _plain_cfg_job_args(argv) or _hydra_args(argv)
     multirun = multirun or args.multirun
     only_informs = args.help or args.hydra_help or args.shell_completion
+    jobs = []
     if not only_informs:
-        from harness.config.compose import preflight_composed
-        from harness.config.validate import ConfigError
+        from harness.config.compose import preflight_jobs
+        from harness.config.errors import ConfigError
 
         try:
-            composed, configs = preflight_composed(args.overrides, multirun, cache=True)
+            jobs = preflight_jobs(args.overrides, multirun)
         except ConfigError as err:
             return _fail(str(err))
-        if not multirun and _prints_job_config_only(args):
-            # Hydra would compose the same config a second time just to print it (and discover its plugins)
-            from omegaconf import OmegaConf
-
-            sys.stdout.write(OmegaConf.to_yaml(composed[0]))
-            sys.stdout.flush()
+        if _prints_job_config_only(args):
+            _print_job_configs(jobs, multirun)
             return 0
+        configs = [job.spec for job in jobs]
         launches_jobs = args.cfg is None and args.info is None
         if launches_jobs and any(c.trainer.get("verl", {}).get("dry_run") for c in configs):
             from harness.trainers.verl.dry_run import print_plans
@@ -179,38 +177,60 @@ def run_cli(argv: List[str]) -> int:
             except ValueError as err:
                 return _fail(str(err).splitlines()[0])
             prepare_stores(configs)
-    from harness import job
+    from harness import job, results
+    from harness.config import composed
     from harness.refused import Refused
 
     if launches:
         study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one
         notice("starting the Optuna study (loading torch, mlflow, optuna)…" if study else
                f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
-               f"starting run {job.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
+               f"starting run {results.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
 
-    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
-    job.RESULTS.clear()
+    results.RESULTS.clear()
+    composed.clear()
+    for composed_job in jobs:
+        composed.remember(composed_job.overrides, composed_job.config, composed_job.spec)
     try:
-        _run_hydra(hydra_argv)
+        if jobs and not multirun and _launches_with_default_config(args):
+            from harness.launchers.single import run_single
+
+            run_single(jobs[0].config)
+        else:
+            _run_hydra(argv + (["--multirun"] if multirun and not args.multirun else []))
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
         reason = str(err) or "interrupted (Ctrl-C)"
         print(f"harness: stopped: {reason}; the run in progress is recorded as KILLED", file=sys.stderr)
         return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
-    if multirun and job.RESULTS:
-        print(job.summarize(job.RESULTS))
-        sweep_dir = job.sweep_folder(job.RESULTS)
+    if multirun and results.RESULTS:
+        print(results.summarize(results.RESULTS))
+        sweep_dir = job.sweep_folder(results.RESULTS)
         if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
             print(job.sweep_where(sweep_dir))
-    elif job.RESULTS and job.RESULTS[-1].status != "SUBMITTED":
-        print(job.run_where(job.RESULTS[-1]))
-    return EXIT_RUN_FAILED if any(r.status not in job.OK_STATUSES for r in job.RESULTS) else 0
+    elif results.RESULTS and results.RESULTS[-1].status != "SUBMITTED":
+        print(job.run_where(results.RESULTS[-1]))
+    return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
+
+
+def _print_job_configs(jobs, multirun: bool) -> None:
+    """What `--cfg job` prints: the job's config as Hydra composed it (each job's, headed by its overrides,
+    for a sweep: Hydra itself refuses --cfg with --multirun)."""
+    from omegaconf import OmegaConf
+
+    from harness.config.compose import task_config
+
+    for job in jobs:
+        if multirun:
+            sys.stdout.write(f"# job: {' '.join(job.overrides)}\n")
+        sys.stdout.write(OmegaConf.to_yaml(task_config(job.config)))
+    sys.stdout.flush()
 
 
 def _plain_cfg_job_args(argv: List[str]):
-    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job`, without importing Hydra
-    (with a cached composition, `--cfg job` then never imports it); None for anything else."""
+    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job` (Hydra's argument parser
+    is not needed for it); None for anything else."""
     for flag in ("--cfg", "-c"):
         pair = [flag, "job"]
         overrides = argv[2:] if argv[:2] == pair else argv[:-2] if argv[-2:] == pair else None
@@ -224,9 +244,15 @@ def _plain_cfg_job_args(argv: List[str]):
     return None
 
 
+def _launches_with_default_config(args) -> bool:
+    """No Hydra flag that changes which config is composed or what is done with it."""
+    return (args.cfg is None and args.info is None and args.package is None and args.config_path is None
+            and args.config_name is None and args.config_dir is None and not args.experimental_rerun)
+
+
 def _prints_job_config_only(args) -> bool:
-    """`--cfg job` of one run with the default config and no other Hydra flag: the preflight's composition is
-    exactly what Hydra prints (checked against Hydra in tests/config/test_cfg_job.py)."""
+    """`--cfg job` with the default config and no other Hydra flag: the preflight's composition is exactly
+    what Hydra prints (checked against Hydra in tests/config/test_cfg_job.py)."""
     return (args.cfg == "job" and args.info is None and not args.resolve and args.package is None
             and args.config_path is None and args.config_name is None and args.config_dir is None
             and not args.experimental_rerun and not args.run)
@@ -285,7 +311,7 @@ def _run_hydra(hydra_argv: List[str]) -> None:
 
     from harness.config.schema import register_schemas
     from harness.job import run_job
-    from harness.launchers import register_with_hydra
+    from hydra_plugins.harness_launcher import register_with_hydra
 
     register_schemas()
     register_with_hydra()

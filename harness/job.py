@@ -11,40 +11,15 @@ import signal
 import socket
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
 from omegaconf import DictConfig
 
+from harness.results import OK_STATUSES, RESULTS, JobResult, run_name, summarize  # noqa: F401 (re-exported)
+
 log = logging.getLogger("harness")
 run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
-
-
-@dataclass
-class JobResult:
-    name: str
-    status: str  # FINISHED | FAILED | KILLED
-    run_dir: str
-    run_id: Optional[str] = None
-    error: Optional[str] = None
-    final_metrics: Optional[dict] = None
-    tracking_uri: Optional[str] = None  # the MLflow store of run_id
-
-
-RESULTS: List[JobResult] = []
-OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
-
-
-# Overrides that say how a job runs rather than what it computes, left out of its run name.
-NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
-                   "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking",
-                   "trainer.branch_from=", "reuse_across_versions=")
-
-
-def run_name(overrides) -> str:
-    """A run's name: the overrides that say what it computes, e.g. 'algo=drpo,delta=0.1'."""
-    return ",".join(o for o in overrides if not o.startswith(NOT_IN_RUN_NAME))
 
 
 class Killed(BaseException):
@@ -84,6 +59,19 @@ def _remove_empty_run_dir(run_dir: Path) -> None:
             break
 
 
+def _spec(cfg: DictConfig) -> DictConfig:
+    """The validated run config: the preflight's, when this process composed the job (the launch does not
+    compose or validate it again); else (an Optuna trial, a resumed attempt) validated here."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from harness.config import composed
+    from harness.config.validate import validate
+
+    task = list(HydraConfig.get().overrides.task)
+    spec = composed.spec_for(task)
+    return spec if spec is not None else validate(cfg, task)
+
+
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
     try:
         tracker.finish(status, error=error)
@@ -115,7 +103,6 @@ def _close_detached_parent(sweep_dir: str) -> None:
 
 
 def run_job(cfg: DictConfig) -> JobResult:
-    from harness.config.validate import validate
     from harness.tracking import open_tracker
     from harness.trainers import build_trainer
 
@@ -125,7 +112,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.tracking.outage import apply_client_defaults
     from harness.trainers.resume import resumed_spec
 
-    spec = resumed_spec(validate(cfg))  # a resumed run continues with its own spec
+    spec = resumed_spec(_spec(cfg))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
@@ -229,14 +216,4 @@ def sweep_where(sweep_dir: Path) -> str:
         from harness.tracking.params import scrub
 
         lines.append(f"  mlflow: {mlflow_link(scrub(parent['tracking_uri']), parent['run_id'], parent.get('experiment_id'))}")
-    return "\n".join(lines)
-
-
-def summarize(results: List[JobResult]) -> str:
-    counts = {s: sum(r.status == s for r in results) for s in ("FINISHED", "FAILED", "KILLED")}
-    counts.update({s: n for s in ("SKIPPED", "SUBMITTED", "PRUNED") if (n := sum(r.status == s for r in results))})
-    lines = [f"sweep: {len(results)} runs: " + ", ".join(f"{n} {s.lower()}" for s, n in counts.items())]
-    for r in results:
-        if r.status not in OK_STATUSES:
-            lines.append(f"  {r.status}: {r.name} ({r.run_dir}): {r.error}")
     return "\n".join(lines)

@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# The CLI's composed-config cache (harness/config/compose_cache.py) and the geometry report's grid cache
-# (harness/reports/geometry_cache.py) go to folders of this session, not the user's ~/.cache; subprocesses
-# inherit them.
-for _variable, _prefix in (("HARNESS_CONFIG_CACHE", "harness-test-configs-"),
-                           ("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-")):
+# The geometry report's grid cache (harness/reports/geometry_cache.py) goes to a folder of this session, not
+# the user's ~/.cache; subprocesses inherit it.
+for _variable, _prefix in (("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-"),):
     if _variable not in os.environ:
         os.environ[_variable] = tempfile.mkdtemp(prefix=_prefix)
         atexit.register(shutil.rmtree, os.environ[_variable], ignore_errors=True)
@@ -46,6 +44,18 @@ def pytest_terminal_summary(terminalreporter):
     written = sorted(name for name in CHECKOUT_OUTPUTS if (REPO / name).exists() and name not in _BEFORE)
     if written:
         terminalreporter.write_line(f"WARNING: the tests wrote into the checkout: {', '.join(written)}", red=True)
+
+
+# Tests under these folders carry the folder's marker, so `-m "not e2e and not verl ..."` leaves them out (the
+# README's fast test loop).
+FOLDER_MARKERS = {"e2e": "e2e", "slurm": "slurm", "browser": "browser", "verl": "verl"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
+        if parts and parts[0] in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[parts[0]])
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,8 @@ from harness.algorithms.bandpo_bounds import band_bounds
 from harness.algorithms.base import Objective
 from harness.algorithms.clipping import clip_keep, clip_surrogate
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 
-@register("bandpo")
 class BandPO(Objective):
     """Band-constrained clipping."""
 

@@ -12,10 +12,8 @@ from torch import Tensor
 
 from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 
-@register("pg_is")
 class PGIS(Objective):
     """Importance-sampled policy gradient, no trust region."""
 
@@ -26,7 +24,6 @@ class PGIS(Objective):
         return torch.ones_like(b.adv)
 
 
-@register("cispo")
 class CISPO(Objective):
     """Truncated importance weight on the log-likelihood: the weight is clipped, the gradient never."""
 

@@ -1,10 +1,8 @@
-"""`build_objective`: validated parameters + registered class -> an Objective instance."""
+"""`build_objective`: validated parameters + the class named in the registry -> an Objective instance."""
 from __future__ import annotations
 
 from typing import Any
 
-# Importing the family modules registers their objectives.
-from harness.algorithms import bandpo, baselines, clipping, dppo, penalties, regularizers  # noqa: F401
 from harness.algorithms.base import Objective
 from harness.algorithms.registry import objective_class
 from harness.algorithms.specs import validate_params

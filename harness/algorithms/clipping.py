@@ -17,7 +17,6 @@ from torch import Tensor
 
 from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 Bound = Union[float, Tensor]
 
@@ -44,7 +43,6 @@ def clip_keep(r: Tensor, adv: Tensor, lo: Bound, hi: Bound, dual_clip_c: Optiona
     return (~cut).to(r.dtype)
 
 
-@register("grpo", "grpo_cliphigher", "minirl", "minirl_tis")
 class RatioClip(Objective):
     """PPO clipping around ν with optional dual clip and α relaxation of low-probability tokens."""
 

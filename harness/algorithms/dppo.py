@@ -14,10 +14,8 @@ from torch import Tensor
 from harness.algorithms import divergences as dv
 from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 
-@register("dppo")
 class DPPO(Objective):
     """Divergence-masked policy gradient."""
 

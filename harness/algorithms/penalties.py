@@ -14,7 +14,6 @@ from torch import Tensor
 
 from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 
 class _Penalty(Objective):
@@ -24,7 +23,6 @@ class _Penalty(Objective):
         return b.adv.abs() * scale if self.params["adv_weighted"] else torch.full_like(b.adv, scale)
 
 
-@register("kl_reg")
 class KLReg(_Penalty):
     """K1 estimate of KL(ν‖π): −log r, penalised with weight c."""
 
@@ -36,7 +34,6 @@ class KLReg(_Penalty):
         return 1.0 + self._coef(b) / (b.ratio_detached() * b.adv)
 
 
-@register("k3_reg")
 class K3Reg(_Penalty):
     """K3 estimate r − 1 − log r of KL(ν‖π)."""
 
@@ -50,7 +47,6 @@ class K3Reg(_Penalty):
         return 1.0 - self._coef(b) * (r - 1.0) / (r * b.adv)
 
 
-@register("tv_reg")
 class TVReg(_Penalty):
     """Sampled TV |r − 1|: a two-level gradient weight."""
 

@@ -1,35 +1,12 @@
-"""Objective name -> implementation class.
-
-Family modules register their classes with `@register("name", ...)`; one class may serve several names
-(the four PPO-clipping objectives share one). Registering a name twice raises instead of overwriting.
-"""
+"""Objective name -> implementation class, as named by its entry in `specs.SPECS` (the one registry)."""
 from __future__ import annotations
 
-from typing import Callable, Dict, List
+import importlib
 
-_REGISTRY: Dict[str, type] = {}
-
-
-def register(*names: str) -> Callable[[type], type]:
-    """Class decorator: register the class under every name in `names`."""
-
-    def deco(cls: type) -> type:
-        for name in names:
-            if name in _REGISTRY:
-                raise ValueError(f"objective {name!r} is already registered by {_REGISTRY[name].__name__}")
-            _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def registered() -> List[str]:
-    """Sorted names that have an implementation."""
-    return sorted(_REGISTRY)
+from harness.algorithms.specs import get_spec
 
 
 def objective_class(name: str) -> type:
-    """The class registered under `name`; ValueError listing the known names otherwise."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown objective {name!r}; known: {', '.join(registered())}")
-    return _REGISTRY[name]
+    """The class computing `name`; ValueError listing the known names otherwise."""
+    module, _, cls = get_spec(name).implementation.partition(":")
+    return getattr(importlib.import_module(f"harness.algorithms.{module}"), cls)

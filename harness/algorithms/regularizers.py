@@ -15,7 +15,6 @@ from torch import Tensor
 
 from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
-from harness.algorithms.registry import register
 
 
 def _outside(b: TokenBatch, delta: float) -> Tensor:
@@ -23,7 +22,6 @@ def _outside(b: TokenBatch, delta: float) -> Tensor:
     return ((b.logp.detach().exp() - b.log_nu.exp()).abs() > delta).to(b.log_nu.dtype)
 
 
-@register("spo")
 class SPO(Objective):
     """Quadratic penalty on the ratio: a ratio-shaped trust region, unbounded weight as ν → 0."""
 
@@ -35,7 +33,6 @@ class SPO(Objective):
         return 1.0 - torch.sign(b.adv) * (b.ratio_detached() - 1.0) / self.params["eps"]
 
 
-@register("drpo")
 class DRPO(Objective):
     """Quadratic penalty scaled by ν: an absolute-shift (Binary-TV) trust region with bounded weight."""
 
@@ -49,7 +46,6 @@ class DRPO(Objective):
         return 1.0 - torch.sign(b.adv) * shift / self.params["delta"]
 
 
-@register("mask_drpo")
 class MaskDRPO(Objective):
     """DRPO's penalty only where |π − ν| > δ (pure r·A inside)."""
 
@@ -64,7 +60,6 @@ class MaskDRPO(Objective):
         return 1.0 - _outside(b, delta) * torch.sign(b.adv) * shift / delta
 
 
-@register("mask_spo")
 class MaskSPO(Objective):
     """SPO's ratio penalty (coefficient 1/δ) only where |π − ν| > δ."""
 
@@ -78,7 +73,6 @@ class MaskSPO(Objective):
         return 1.0 - _outside(b, delta) * torch.sign(b.adv) * (b.ratio_detached() - 1.0) / delta
 
 
-@register("mask_kl")
 class MaskKL(Objective):
     """(log r)² penalty only where |π − ν| > δ."""
 

@@ -1,33 +1,44 @@
-"""Compose run configs the way Hydra will, so bad input is refused before any job starts.
+"""Compose run configs with Hydra, once per job, so bad input is refused before any job starts.
 
-`preflight(overrides, multirun)` expands a sweep exactly as Hydra's basic sweeper does, composes every
-job's config and validates it. Hydra's own multi-line composition errors become one-line `ConfigError`s."""
+`preflight_jobs(overrides, multirun)` expands a sweep exactly as Hydra's basic sweeper does, composes every
+job's config with Hydra (one initialization for all of them) and validates it. The launch then uses those
+configs (`harness.config.composed`) instead of composing them again. Hydra's multi-line composition and
+parse errors become one-line `ConfigError`s that suggest the nearest valid name."""
 from __future__ import annotations
 
+import contextlib
+import copy
 import re
-import warnings
-from typing import List, Sequence, Tuple
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence
 
 from omegaconf import DictConfig, open_dict
 
-from harness.config.fast_compose import compose_without_hydra
+from harness.config.errors import ConfigError
+from harness.config.names import CONFIG_MODULE, GROUPS, did_you_mean, group_options
 from harness.config.schema import register_schemas
-from harness.config.validate import ConfigError, validate
+from harness.config.validate import validate
 
-CONFIG_MODULE = "harness.conf"
 CONFIG_NAME = "config"
-GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "tracking", "experiment", "debug")
+JOB_NAME = "job"  # hydra.job.name: Hydra names it after the task function's module, harness/job.py
+
+
+@dataclass
+class Job:
+    """One job of a run or sweep: its overrides, its config as Hydra composed it (with the `hydra` node) and
+    the validated run config the job computes with."""
+    overrides: List[str]
+    config: DictConfig
+    spec: DictConfig
 
 
 def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
     """The override list of every job in a sweep, in Hydra's order (a cartesian product)."""
+    # Hydra's grid expansion is only available on its basic sweeper (no public function does it)
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception as err:  # hydra's OverrideParseException carries a multi-line message
-        raise ConfigError(f"cannot parse overrides: {_first_line(err)}") from None
+    parsed = parse_overrides(overrides)
     for override in parsed:
         if override.is_sweep_override() and not list(override.sweep_string_iterator()):
             raise ConfigError(f"{override.get_key_element()} has an empty sweep: give at least one value")
@@ -35,59 +46,94 @@ def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
     return [job for batch in batches for job in batch]
 
 
-def compose(overrides: Sequence[str], cache: bool = False) -> DictConfig:
-    """Compose one run config (without the `hydra` node) and translate Hydra's errors. `cache`: look it up
-    in, and add it to, `compose_cache` (the CLI's). Plain choices and values are composed without Hydra
-    (`fast_compose`, same result); Hydra composes the rest."""
-    from harness.config import compose_cache
+def parse_overrides(overrides: Sequence[str]) -> list:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    name = compose_cache.key(overrides) if cache else None
-    cfg = compose_cache.load(name) if name else None
-    if cfg is not None:
-        return cfg
-    caught = None
-    cfg = compose_without_hydra(overrides)
-    if cfg is None:
-        try:  # a composition that warns is not cached (a hit would not warn); its warnings are shown after it
-            with warnings.catch_warnings(record=name is not None) as caught:
-                cfg = _compose_with_hydra(overrides)
-        finally:
-            for w in caught or ():
-                warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
-        with open_dict(cfg):
-            del cfg["hydra"]
-    if name and not caught:
-        compose_cache.store(name, cfg)
+    parser = OverridesParser.create()
+    parsed = []
+    for item in overrides:  # one at a time, to name the one that does not parse
+        try:
+            parsed.extend(parser.parse_overrides([item]))
+        except Exception as err:  # Hydra's OverrideParseException: several lines and a lexer's name
+            raise ConfigError(describe_parse_error(item, err)) from None
+    return parsed
+
+
+@contextlib.contextmanager
+def hydra_session() -> Iterator[None]:
+    """Hydra initialized on the harness's configs for the compositions inside (the previous state restored)."""
+    from hydra import initialize_config_module
+
+    register_schemas()
+    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name=JOB_NAME):
+        yield
+
+
+def compose_in_session(overrides: Sequence[str], multirun: bool = False) -> DictConfig:
+    """One job's config with its `hydra` node, as Hydra's launcher composes it (`load_sweep_config`: a sweep's
+    job is composed in RUN mode with `hydra.mode=MULTIRUN`); inside `hydra_session`."""
+    from hydra import compose as hydra_compose
+
+    mode = "hydra.mode=MULTIRUN" if multirun else "hydra.mode=RUN"  # what Hydra's command line adds
+    try:
+        return hydra_compose(config_name=CONFIG_NAME, overrides=[*overrides, mode], return_hydra_config=True)
+    except Exception as err:
+        raise ConfigError(describe_composition_error(err, overrides)) from None
+
+
+def compose(overrides: Sequence[str]) -> DictConfig:
+    """One run's config (without the `hydra` node), composed by Hydra; errors as one-line ConfigErrors."""
+    with hydra_session():
+        cfg = compose_in_session(overrides)
+    with open_dict(cfg):
+        del cfg["hydra"]
     return cfg
 
 
-def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
-    """Validate every job of a run or sweep; returns the validated configs."""
-    return preflight_composed(overrides, multirun)[1]
+def task_config(full: DictConfig) -> DictConfig:
+    """A composed config without its `hydra` node (what the job function receives)."""
+    cfg = copy.copy(full)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
 
 
-def preflight_composed(overrides: Sequence[str], multirun: bool,
-                       cache: bool = False) -> Tuple[List[DictConfig], List[DictConfig]]:
-    """`preflight`, also returning each job's config as composed (before validation's shortcuts), i.e. what
-    Hydra's `--cfg job` prints (for sweeper=optuna, the composed list is the grid's, not the search's)."""
+def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
+    """Every job of a run or sweep, composed by Hydra and validated; ConfigError (one line) for the first
+    that cannot run. For sweeper=optuna, the jobs are the edges of its search space (validated, not run)."""
+    if not multirun:
+        parse_overrides(overrides)
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")
-    composed = [compose(job, cache) for job in jobs]
-    configs = [validate(cfg) for cfg in composed]
-    if multirun and configs[0].sweeper.name == "optuna":
-        configs = _optuna_preflight(overrides, jobs)
-    return composed, configs
+    from harness.config.composed import handed_over
+
+    given = handed_over(jobs)
+    if given is not None:
+        return given
+    composed = []
+    with hydra_session():
+        for job in jobs:
+            full = compose_in_session(job, multirun)
+            composed.append(Job(list(job), full, validate(task_config(full), job)))
+        if multirun and composed[0].spec.sweeper.name == "optuna":
+            return _optuna_preflight(jobs, composed[0].config)
+    return composed
 
 
-def _optuna_preflight(overrides: Sequence[str], jobs: List[List[str]]) -> List[DictConfig]:
+def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
+    """The validated run config of every job of a run or sweep."""
+    return [job.spec for job in preflight_jobs(overrides, multirun)]
+
+
+def _optuna_preflight(jobs: List[List[str]], first: DictConfig) -> List[Job]:
     """Optuna searches what `hydra.sweeper.params` names; every edge of that space must be a valid run."""
     from harness.sweeps.search_space import parse_space
 
     if len(jobs) > 1:
         raise ConfigError("with sweeper=optuna, put every dimension in hydra.sweeper.params "
                           "(comma-separated sweep values are a grid, not a search)")
-    hydra_cfg = _compose_with_hydra(jobs[0]).hydra.sweeper
+    hydra_cfg = first.hydra.sweeper
     try:
         space = parse_space(dict(hydra_cfg.params))
     except ValueError as err:
@@ -96,11 +142,13 @@ def _optuna_preflight(overrides: Sequence[str], jobs: List[List[str]]) -> List[D
     _check(hydra_cfg.n_jobs >= 1, f"hydra.sweeper.n_jobs={hydra_cfg.n_jobs} is not allowed: must be >= 1")
     _check(hydra_cfg.direction in ("maximize", "minimize"),
            f"hydra.sweeper.direction={hydra_cfg.direction!r} is not allowed: maximize or minimize")
-    configs = []
+    edges = []
     for key, dim in space.items():
         for value in dim.sample_values():
-            configs.append(validate(compose([*jobs[0], f"{key}={value}"])))
-    return configs
+            job = [*jobs[0], f"{key}={value}"]
+            full = compose_in_session(job, multirun=True)
+            edges.append(Job(job, full, validate(task_config(full), job)))
+    return edges
 
 
 def _check(ok: bool, message: str) -> None:
@@ -108,29 +156,37 @@ def _check(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def _compose_with_hydra(overrides: Sequence[str]) -> DictConfig:
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    register_schemas()
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-            return hydra_compose(config_name=CONFIG_NAME, overrides=list(overrides), return_hydra_config=True)
-    except Exception as err:
-        raise ConfigError(describe_composition_error(err, overrides)) from None
-    finally:
-        GlobalHydra.instance().clear()
-
-
 def _first_line(err: BaseException) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def describe_parse_error(item: str, err: Exception) -> str:
+    """One line for an override Hydra's lexer or parser refuses, with the nearest valid spelling."""
+    key, eq, value = item.partition("=")
+    odd = [c for c in item if ord(c) > 127 and not c.isspace()]
+    if odd:
+        names = ", ".join(f"{c!r} ({unicodedata.name(c, 'U+%04X' % ord(c))})" for c in dict.fromkeys(odd))
+        reason = f"contains {names}, which an override cannot hold outside quotes"
+    else:
+        reason = re.sub(r"\s+", " ", _first_line(err)).replace("LexerNoViableAltException: ", "")
+    hint = ""
+    bare_key = key.lstrip("+~")
+    ascii_value = "".join(c for c in value if ord(c) < 128)
+    if bare_key in GROUPS and eq:
+        hint = did_you_mean(value, group_options(bare_key), f"{bare_key}={{}}")
+        if not hint and ascii_value != value:
+            hint = did_you_mean(ascii_value, group_options(bare_key), f"{bare_key}={{}}")
+    elif any(ord(c) > 127 for c in key):
+        hint = did_you_mean(key, GROUPS)
+    return f"cannot parse override {item!r}: {reason}" + (f"; {hint.strip()}" if hint else "")
+
+
 def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
-    from hydra.errors import MissingConfigException
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    if isinstance(err, OverrideParseException):
+        parse_overrides(overrides)  # raises, naming the override that does not parse
 
     chain: List[BaseException] = []
     e: BaseException | None = err
@@ -140,16 +196,22 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
     for e in chain:
         if isinstance(e, MissingConfigException) and e.options is not None and e.missing_cfg_file:
             group, _, choice = e.missing_cfg_file.rpartition("/")
-            allowed = ", ".join(sorted(o for o in e.options if not o.startswith("_")))
-            return f"{group}={choice} is not a known choice; allowed: {allowed}"
+            options = sorted(o for o in e.options if not o.startswith("_"))
+            return (f"{group}={choice} is not a known choice; {did_you_mean(choice, options, f'{group}={{}}')}"
+                    f"allowed: {', '.join(options)}")
     text = "\n".join(str(e) for e in chain)
     full_key = re.search(r"full_key: ([\w.\[\]]+)", text)
     key = full_key.group(1) if full_key else None
     if "not in struct" in text or "Key '" in text and "not in" in text:
         bad = key or _missing_key(text)
-        return f"unknown key '{bad}'; allowed: {_sibling_keys(bad, overrides)}"
+        siblings = _sibling_keys(bad, overrides)
+        leaf = bad.rpartition(".")[2]
+        parent = bad.rpartition(".")[0]
+        hint = did_you_mean(leaf, siblings, f"{parent}.{{}}" if parent else "{}")
+        return f"unknown key '{bad}'; {hint}allowed: {', '.join(siblings) or 'see `python -m harness --cfg job`'}"
     if "could not be converted" in text or "Value '" in text:
-        m = re.search(r"Value '([^']*)' (?:of type '\w+' )?could not be converted to (\w+)", text)
+        m = (re.search(r"Value '([^']*)' (?:of type '\w+' )?could not be converted to (\w+)", text)
+             or re.search(r"Value '([^']*)' is not a valid (\w+)", text))
         if m:
             return f"{key}={m.group(1)!r} has the wrong type: expected {m.group(2).lower()}"
     if "Could not find" in text:
@@ -159,18 +221,32 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
     return _first_line(err)
 
 
-def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> str:
-    """The keys that do exist next to a misspelt one, from the config composed with the same choices."""
+def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
+    """The keys that do exist next to a misspelt one: the fields of its node's schema, or (for the untyped
+    `algo` node and the like) the keys of the config composed with the same choices."""
+    import dataclasses
+    import typing
+
+    from harness.config.schema import RunConfig
+
+    node: object = RunConfig
+    for part in bad_key.split(".")[:-1]:
+        hints = typing.get_type_hints(node) if dataclasses.is_dataclass(node) else {}
+        node = hints.get(part)
+    if dataclasses.is_dataclass(node):
+        return [f.name for f in dataclasses.fields(node)]
     from omegaconf import OmegaConf
 
     parent = bad_key.rpartition(".")[0]
     choices = [o for o in overrides if o.split("=")[0] in GROUPS]
     try:
-        node = compose(choices)
-        node = OmegaConf.select(node, parent) if parent else node
-        return ", ".join(sorted(str(k) for k in node.keys()))
+        from hydra import compose as hydra_compose
+
+        found = hydra_compose(config_name=CONFIG_NAME, overrides=choices)
+        found = OmegaConf.select(found, parent) if parent else found
+        return sorted(str(k) for k in found.keys())
     except Exception:
-        return "see `python -m harness --cfg job`"
+        return []
 
 
 def _missing_key(text: str) -> str:

@@ -5,8 +5,8 @@ The `algo` node is left untyped here: its fields depend on the objective and are
 `harness.algorithms.specs` (one source of truth for objective parameters and defaults)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, field, fields, make_dataclass
+from typing import Any, Dict, List, Optional, get_type_hints
 
 from omegaconf import MISSING
 
@@ -80,24 +80,50 @@ class TrainerConfig:
 
 
 @dataclass
-class LauncherConfig:
+class ClusterResources:
+    """What a Slurm / submitit job asks for: a cluster profile (launchers/profiles/*.yaml) sets these, and
+    `launcher.<field>` overrides one for a run. Defined here only; `LauncherConfig` derives its fields."""
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    nodes: int = 1
+    gpus_per_node: int = 0
+    cpus_per_task: int = 1
+    mem_gb: float = 4
+    timeout_min: int = 60
+    array_parallelism: int = 64
+    # false: the job's command runs once per allocation, not once per node through srun (what a
+    # multi-node verl job needs: its batch script starts Ray on the other nodes itself)
+    use_srun: bool = True
+    # trainer=verl on this cluster (launchers/verl/README.md): the verl environment on the nodes (its python
+    # or its venv folder), the shared folder `harness stage` fills, whether the nodes lack network, and the
+    # memory of one GPU in GB (the memory preflight)
+    verl_python: Optional[str] = None
+    stage_dir: Optional[str] = None
+    offline: bool = False
+    gpu_memory_gb: Optional[float] = None
+    setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
+    additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
+
+
+@dataclass
+class _LauncherSettings:
     name: str = MISSING
     workers: Optional[int] = None  # local_parallel: worker processes (None: one per core)
     profile: Optional[str] = None  # slurm/submitit_local: a cluster profile of launchers/profiles/
     detach: bool = False  # slurm: return right after submission (`python -m harness status` follows up)
-    # Overrides of the profile's fields (None: the profile's value).
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    nodes: Optional[int] = None
-    gpus_per_node: Optional[int] = None
-    cpus_per_task: Optional[int] = None
-    mem_gb: Optional[float] = None
-    timeout_min: Optional[int] = None
-    array_parallelism: Optional[int] = None
-    use_srun: Optional[bool] = None
-    setup: Optional[List[str]] = None
-    additional_parameters: Optional[Dict[str, Any]] = None
+
+
+def _optional(tp: Any) -> Any:
+    return tp if type(None) in getattr(tp, "__args__", ()) else Optional[tp]
+
+
+# The launcher node: its own settings, then every ClusterResources field as an override of the profile's
+# value (None: the profile's value).
+LauncherConfig = make_dataclass(
+    "LauncherConfig", [(f.name, _optional(get_type_hints(ClusterResources)[f.name]), field(default=None))
+                       for f in fields(ClusterResources)], bases=(_LauncherSettings,))
+LauncherConfig.__module__ = __name__  # found by pickle (a worker or Slurm job gets the config pickled)
 
 
 @dataclass
@@ -147,6 +173,18 @@ class RunConfig:
 
 
 @dataclass
+class SequentialLauncherConf:
+    _target_: str = "hydra_plugins.harness_launcher.SequentialLauncher"
+
+
+@dataclass
+class GridSweeperConf:
+    _target_: str = "hydra_plugins.harness_launcher.GridSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[Dict[str, str]] = None
+
+
+@dataclass
 class LocalParallelLauncherConf:
     _target_: str = "hydra_plugins.harness_launcher.LocalParallelLauncher"
     workers: Optional[int] = None
@@ -185,6 +223,8 @@ def register_schemas() -> None:
     cs = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         cs.store(name=name, node=node)
+    cs.store(group="hydra/launcher", name="harness_local", node=SequentialLauncherConf)
     cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
     cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)
+    cs.store(group="hydra/sweeper", name="harness_basic", node=GridSweeperConf)
     cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)

@@ -4,21 +4,27 @@ Every problem is raised as `ConfigError` with one line naming the key, the value
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+import dataclasses
+import math
+from typing import Any, Callable, Iterator, Sequence, Tuple
 from urllib.parse import urlparse
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.algorithms import specs
+from harness.config.errors import ConfigError
+from harness.config.names import did_you_mean, group_options
 
 ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
 ALLOWED_LOSS_AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 ALLOWED_ANCHORS = ("rollout", "recompute")
-
-
-class ConfigError(ValueError):
-    """A composed config that cannot run; the message is one line for the user."""
+SEED_KEYS = ("seed", "dataset.seed", "trainer.warmstart.seed")
+SEED_LIMIT = 2**64  # torch.manual_seed takes at most 64 bits
+# The eval set and a fixed train pool are drawn before the run (and by the preflight's task check): sizes a
+# run on this trainer could use, not ones that would keep the preflight busy for minutes.
+MAX_EVAL_SIZE = 100_000
+MAX_TRAIN_SIZE = 1_000_000
 
 
 def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:
@@ -31,8 +37,14 @@ def _positive(v: Any) -> bool:
     return v is not None and v > 0
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _validate_run_sections(cfg: DictConfig) -> None:
     t = "trainer"
+    for key in SEED_KEYS:
+        _check(cfg, key, lambda v: _is_int(v) and 0 <= v < SEED_LIMIT, "must be an integer in [0, 2**64)")
     for key in ("steps", "prompts_per_step", "mini_batches", "eval_every", "checkpoint_every",
                 "torch_threads", "topk"):
         _check(cfg, f"{t}.{key}", lambda v: v >= 1, "must be an integer >= 1")
@@ -47,6 +59,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     _check(cfg, f"{t}.warmstart.steps", lambda v: v >= 0, "must be an integer >= 0")
     _check(cfg, f"{t}.warmstart.batch_size", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, f"{t}.warmstart.lr", _positive, "must be > 0")
+    _check(cfg, f"{t}.warmstart.target_accuracy", lambda v: v is None or 0 < v <= 1,
+           "null (run every warm-start step) or an accuracy in (0, 1]")
     if cfg.trainer.mini_batches > cfg.trainer.prompts_per_step * cfg.trainer.group_size:
         raise ConfigError(f"trainer.mini_batches={cfg.trainer.mini_batches} is not allowed: at most "
                           f"prompts_per_step*group_size={cfg.trainer.prompts_per_step * cfg.trainer.group_size}")
@@ -63,9 +77,15 @@ def _validate_run_sections(cfg: DictConfig) -> None:
                f"trainer=builtin runs the tasks {', '.join(sorted(TASKS))} (other datasets need trainer=verl)")
     _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, "dataset.eval_size", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, "dataset.eval_size", lambda v: v <= MAX_EVAL_SIZE,
+           f"at most {MAX_EVAL_SIZE} (the eval set is drawn before the run and evaluated every eval_every steps)")
     _check(cfg, "dataset.train_size", lambda v: v is None or v >= 1, "null (unlimited) or an integer >= 1")
+    _check(cfg, "dataset.train_size", lambda v: v is None or v <= MAX_TRAIN_SIZE,
+           f"null (unlimited) or at most {MAX_TRAIN_SIZE} (the pool is drawn before the run)")
+    precisions = group_options("precision")
+    _check(cfg, "precision.name", lambda v: v in precisions, f"one of {', '.join(precisions)}")
     _check(cfg, "precision.mismatch_scale", lambda v: v >= 0, "must be >= 0 (1 = the precision's real rounding)")
-    _check(cfg, "seed", lambda v: v >= 0, "must be an integer >= 0")
+    _check(cfg, "experiment_name", lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name")
     _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
     uri = cfg.tracking.uri
     if uri is not None:
@@ -89,11 +109,57 @@ def _validate_launcher(cfg: DictConfig) -> None:
             raise ConfigError(str(err)) from None
 
 
-def _apply_shortcuts(cfg: DictConfig) -> None:
+def _leaves(node: Any, prefix: str = "") -> Iterator[Tuple[str, Any]]:
+    """(dotted key, value) of every leaf of a config, interpolations resolved."""
+    is_dict = isinstance(node, DictConfig)
+    for key, value in node.items() if is_dict else enumerate(node):
+        path = f"{prefix}[{key}]" if not is_dict else f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, (DictConfig, ListConfig)):
+            yield from _leaves(value, path)
+        else:
+            yield path, value
+
+
+def _refuse_non_finite(cfg: DictConfig) -> None:
+    for key, value in _leaves(cfg):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key}={value} is not allowed: must be a finite number")
+
+
+def _refuse_unread_keys(cfg: DictConfig, node: Any = None, prefix: str = "") -> None:
+    """A key added with `+key=...` that is not a field of its node's schema: no component reads it. (A key of
+    a typed node can only be added that way; a mistyped key without `+` fails at composition.)"""
+    node = cfg if node is None else node
+    schema = OmegaConf.get_type(node)
+    if dataclasses.is_dataclass(schema):
+        allowed = [f.name for f in dataclasses.fields(schema)]
+        for key in node.keys():
+            if key not in allowed:
+                path = f"{prefix}{key}"
+                parent = prefix.rstrip(".")
+                raise ConfigError(f"unknown key '{path}' (added with +{path}=): no component reads it; "
+                                  f"{did_you_mean(str(key), allowed, f'{parent}.{{}}' if parent else '{}')}"
+                                  f"allowed: {', '.join(allowed)}")
+    for key in node.keys():
+        child = node._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            _refuse_unread_keys(cfg, child, f"{prefix}{key}.")
+
+
+def _given(overrides: Sequence[str], key: str) -> bool:
+    return any(o.split("=", 1)[0].lstrip("+~") == key for o in overrides)
+
+
+def _apply_shortcuts(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
     name = cfg.algo.get("name")
     if name not in specs.SPECS:
         raise ConfigError(f"algo.name={name!r} is not allowed: one of {', '.join(specs.list_objectives())}")
     shortcuts = specs.SPECS[name].shortcuts
+    for shortcut, param in [*shortcuts.items(), ("anchor", "anchor")]:
+        value, explicit = cfg.get(shortcut), cfg.algo.get(param)
+        if value is not None and _given(overrides, f"algo.{param}") and explicit != value:
+            raise ConfigError(f"{shortcut}={value} and algo.{param}={explicit} set the same parameter to "
+                              f"different values: give one of them")
     with open_dict(cfg):
         for shortcut in ("delta", "alpha"):
             value = cfg.get(shortcut)
@@ -122,10 +188,13 @@ def _validate_algo(cfg: DictConfig) -> None:
             cfg.algo[key] = value
 
 
-def validate(cfg: DictConfig) -> DictConfig:
-    """Return the run config with shortcuts applied and every value checked (the input is not changed)."""
+def validate(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """Return the run config with shortcuts applied and every value checked (the input is not changed).
+    `overrides`: the job's command-line overrides, to refuse a shortcut that contradicts an explicit key."""
     cfg = copy.deepcopy(cfg)
-    _apply_shortcuts(cfg)
+    _refuse_unread_keys(cfg)
+    _refuse_non_finite(cfg)
+    _apply_shortcuts(cfg, overrides)
     _validate_algo(cfg)
     _validate_run_sections(cfg)
     _validate_launcher(cfg)

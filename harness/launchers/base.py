@@ -2,16 +2,19 @@
 Hydra's basic launcher does, in whatever process (a local worker, a Slurm node) executes it."""
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import yaml
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 log = logging.getLogger("harness")
 
@@ -27,6 +30,9 @@ class HarnessLauncher(Launcher):
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.task_function: Optional[TaskFunction] = None
+        # job overrides -> (config, spec) the preflight composed and validated (harness.config.composed); it
+        # travels with the launcher to the process that runs the job (`for_job` keeps a job's own entry)
+        self.composed: Dict[Tuple[str, ...], Tuple[DictConfig, DictConfig]] = {}
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
@@ -48,6 +54,8 @@ class HarnessLauncher(Launcher):
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
         jobs = [(list(self.job_overrides(o)), initial_job_idx + i) for i, o in enumerate(job_overrides)]
+        for base, (overrides, _) in zip(job_overrides, jobs):
+            self._take_composed(base, overrides)
         log.info("Launching %d jobs with %s", len(jobs), type(self).__name__)
         for overrides, idx in jobs:
             log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
@@ -60,18 +68,62 @@ class HarnessLauncher(Launcher):
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         raise NotImplementedError
 
+    def _take_composed(self, base: Sequence[str], overrides: Sequence[str]) -> None:
+        """The preflight's config of a job, with the settings this launcher adds to it (`job_overrides`) applied
+        to the config, its recorded task overrides and its spec, as a composition with them would give."""
+        from harness.config import composed
+
+        found = composed.lookup(base)
+        if found is None:
+            return
+        config, spec = copy.deepcopy(found)
+        extra = list(overrides)[len(base):]
+        with open_dict(config), open_dict(spec):
+            for item in extra:
+                key, _, value = item.partition("=")
+                OmegaConf.update(config, key, yaml.safe_load(value), merge=True)
+                OmegaConf.update(spec, key, yaml.safe_load(value), merge=True)
+            config.hydra.overrides.task = [*config.hydra.overrides.task, *extra]
+        self.composed[composed.key(overrides)] = (config, spec)
+
+    def for_job(self, overrides: Sequence[str]) -> "HarnessLauncher":
+        """A copy of this launcher carrying only the composed config of one job (what travels to its worker)."""
+        from harness.config import composed
+
+        job = copy.copy(self)
+        entry = self.composed.get(composed.key(overrides))
+        job.composed = {composed.key(overrides): entry} if entry else {}
+        return job
+
     def run_one(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
         """Run one job in this process (a worker). Mirrors Hydra's basic launcher."""
         assert self.hydra_context is not None and self.config is not None and self.task_function is not None
         setup_globals()
         Singleton.set_state(singleton_state)
-        sweep_config = self._sweep_config(overrides, idx)
+        sweep_config = self._composed_config(overrides, idx) or self._sweep_config(overrides, idx)
         resume = self._earlier_attempt(sweep_config, overrides)
         if resume:
             log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
             sweep_config = self._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
         return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
                        job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+    def _composed_config(self, overrides: Sequence[str], idx: int) -> Optional[DictConfig]:
+        """The preflight's composition of this job (None: Hydra composes it here, e.g. an Optuna trial); its
+        validated spec is left where the job finds it."""
+        from harness.config import composed
+
+        entry = self.composed.get(composed.key(overrides))
+        if entry is None:
+            return None
+        sweep_config, spec = copy.deepcopy(entry)
+        OmegaConf.copy_cache(from_config=self.config, to_config=sweep_config)  # the sweep's ${now:} etc.
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = idx
+            sweep_config.hydra.job.num = idx
+        HydraConfig.instance().set_config(sweep_config)
+        composed.remember(overrides, sweep_config, spec)
+        return sweep_config
 
     def _sweep_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
         assert self.hydra_context is not None and self.config is not None
@@ -99,3 +151,12 @@ def job_outcome(ret: JobReturn) -> str:
     if ret.status != JobStatus.COMPLETED:
         return "FAILED"
     return getattr(ret.return_value, "status", "FINISHED")
+
+
+class SequentialLauncher(HarnessLauncher):
+    """launcher=local: the jobs one after another in this process (Hydra's basic launcher, fed the preflight's
+    configs instead of composing each job again)."""
+
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        state = Singleton.get_state()
+        return [self.run_one(overrides, idx, state) for overrides, idx in jobs]

@@ -82,8 +82,8 @@ class LocalParallelLauncher(HarnessLauncher):
         context = _QuickExitSpawnContext()  # spawn: no inherited torch/OpenMP state
         with ProcessPoolExecutor(max_workers=self._workers(), mp_context=context) as pool, \
                 tqdm(total=len(jobs), desc="sweep", unit="run", disable=None) as bar:
-            futures = {pool.submit(_run_pickled, cloudpickle.dumps((self, overrides, idx, state))): pos
-                       for pos, (overrides, idx) in enumerate(jobs)}
+            payloads = [cloudpickle.dumps((self.for_job(overrides), overrides, idx, state)) for overrides, idx in jobs]
+            futures = {pool.submit(_run_pickled, payload): pos for pos, payload in enumerate(payloads)}
             for future in as_completed(futures):
                 pos = futures[future]
                 overrides, idx = jobs[pos]

@@ -6,38 +6,14 @@ repository). A site adds its own profile by dropping a file in one of those fold
 from __future__ import annotations
 
 import subprocess
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import yaml
 
+from harness.config.schema import ClusterResources as ClusterProfile  # the fields a profile sets
 from harness.resources import available, find_yaml, search_dirs
-
-
-@dataclass
-class ClusterProfile:
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    nodes: int = 1
-    gpus_per_node: int = 0
-    cpus_per_task: int = 1
-    mem_gb: float = 4
-    timeout_min: int = 60
-    array_parallelism: int = 64
-    # false: the job's command runs once per allocation, not once per node through srun (what a
-    # multi-node verl job needs: its batch script starts Ray on the other nodes itself)
-    use_srun: bool = True
-    # trainer=verl on this cluster (launchers/verl/README.md): the verl environment on the nodes (its python
-    # or its venv folder), the shared folder `harness stage` fills, whether the nodes lack network, and the
-    # memory of one GPU in GB (the memory preflight)
-    verl_python: Optional[str] = None
-    stage_dir: Optional[str] = None
-    offline: bool = False
-    gpu_memory_gb: Optional[float] = None
-    setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
-    additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
 
 
 def profile_dirs() -> List[Path]:

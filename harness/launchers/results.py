@@ -7,7 +7,7 @@ from hydra.core.utils import JobReturn, JobStatus
 
 
 def record_result(ret: JobReturn, overrides: Sequence[str]) -> None:
-    from harness.job import RESULTS, JobResult, run_name
+    from harness.results import RESULTS, JobResult, run_name
 
     if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, JobResult):
         RESULTS.append(ret._return_value)
@@ -17,7 +17,7 @@ def record_result(ret: JobReturn, overrides: Sequence[str]) -> None:
 
 
 def record_worker_crash(overrides: Sequence[str], idx: int, err: BaseException) -> None:
-    from harness.job import RESULTS, JobResult, run_name
+    from harness.results import RESULTS, JobResult, run_name
 
     RESULTS.append(JobResult(name=run_name(overrides) or f"#{idx}",
                              status="FAILED", run_dir="?", error=f"worker crashed: {type(err).__name__}: {err}"))

@@ -52,7 +52,7 @@ class SubmititLauncher(HarnessLauncher):
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
         with executor.batch():
-            submitted = [executor.submit(self, overrides, idx, state) for overrides, idx in jobs]
+            submitted = [executor.submit(self.for_job(overrides), overrides, idx, state) for overrides, idx in jobs]
         self._record_submission(sweep_dir, jobs, submitted, cluster)
         if self.config.launcher.detach:
             return [self._detached_return(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
@@ -70,7 +70,7 @@ class SubmititLauncher(HarnessLauncher):
 
     @staticmethod
     def _detached_return(overrides: Sequence[str], job) -> JobReturn:
-        from harness.job import RESULTS, JobResult, run_name
+        from harness.results import RESULTS, JobResult, run_name
 
         result = JobResult(name=run_name(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
                            error=None, run_id=None)
@@ -82,7 +82,7 @@ class SubmititLauncher(HarnessLauncher):
         try:
             ret = job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
-            from harness.job import RESULTS, JobResult, run_name
+            from harness.results import RESULTS, JobResult, run_name
 
             message = str(err).strip().splitlines()
             reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),

@@ -85,7 +85,7 @@ def main(argv: List[str]) -> int:
     prepared = []
     try:  # every job of every claim is validated before the first one starts
         for spec in specs:
-            prepared.append((spec, *command.prepare(spec, user)))
+            prepared.append((spec, *command.prepare_jobs(spec, user, flags)))
     except (ConfigError, ValueError) as err:
         print(f"harness: error: findings: {err}", file=sys.stderr)
         return 2
@@ -93,7 +93,7 @@ def main(argv: List[str]) -> int:
     started = time.time()
     results: List[ClaimResult] = []
     worst = 0
-    for index, (spec, sweep_dir, grids) in enumerate(prepared, 1):
+    for index, (spec, sweep_dir, grids, jobs) in enumerate(prepared, 1):
         print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
         began = time.time()
         if spec.design.adaptive:
@@ -101,7 +101,7 @@ def main(argv: List[str]) -> int:
 
             code = run_adaptive(spec, sweep_dir, user, flags)
         else:
-            code = command.run(spec, sweep_dir, grids, flags)
+            code = command.run(spec, sweep_dir, grids, flags, jobs)
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,

@@ -61,7 +61,7 @@ def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
     if not with_results:
         return statuses
     try:
-        from harness.job import RESULTS
+        from harness.results import RESULTS
     except ImportError:
         RESULTS = []
     for result in RESULTS:
@@ -71,7 +71,7 @@ def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
 
 def ok_statuses() -> Tuple[str, ...]:
     try:
-        from harness.job import OK_STATUSES
+        from harness.results import OK_STATUSES
     except ImportError:
         return ("FINISHED", "SKIPPED")
     return tuple(OK_STATUSES)

@@ -14,12 +14,15 @@ NAMES = ["bandpo", "cispo", "dppo", "drpo", "grpo", "grpo_cliphigher", "k3_reg",
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_names_and_registry_agree():
-    import harness.algorithms.build  # noqa: F401  (importing it registers the classes)
-    from harness.algorithms.registry import registered
+def test_every_registered_name_builds_its_class():
+    from harness.algorithms.base import Objective
+    from harness.algorithms.build import build_objective
+    from harness.algorithms.registry import objective_class
 
     assert list_objectives() == NAMES
-    assert registered() == NAMES
+    for name in NAMES:
+        assert issubclass(objective_class(name), Objective), name
+        assert type(build_objective(name)) is objective_class(name)
 
 
 def test_import_does_not_load_torch():
@@ -69,7 +72,7 @@ def test_geometry_and_table():
 
 
 def test_duplicate_registration_raises():
-    from harness.algorithms.registry import register
+    from harness.algorithms.specs import registry
 
     with pytest.raises(ValueError, match="already registered"):
-        register("grpo")(type("Dup", (), {}))
+        registry([SPECS["grpo"], SPECS["dppo"], SPECS["grpo"]])

@@ -12,7 +12,7 @@ from harness.cli import _run_hydra, run_cli
     ["algo=spo", "delta=3"],
     ["precision=bf16", "trainer.steps=7", "seed=3", "model.hidden_size=128"],
     ["experiment=drpo_qwen3_4b", "tracking=none"],
-    ["tracking=none", "+extra.note='a b, c'", "trainer.lr=1e-3"],
+    ["tracking=none", "experiment_name='a b, c'", "trainer.lr=1e-3"],
     ["launcher=local_parallel", "launcher.workers=2", "debug=quick"],
 ])
 def test_cfg_job_prints_what_hydra_prints(overrides, capsys, tmp_path, monkeypatch):

@@ -61,6 +61,7 @@ def test_bad_override_is_refused_before_any_run(run_harness):
     assert not (run_harness.root / "multirun").exists()
 
 
+@pytest.mark.slow
 def test_quick_findings_run_every_claim_end_to_end(run_harness):
     """The CI pipeline check: every claim sweep runs (tiny runs, two seeds), every claim report is built,
     and FINDINGS.md carries a verdict and a figure per claim. The verdicts themselves mean nothing here."""

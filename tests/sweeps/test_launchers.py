@@ -9,6 +9,7 @@ import pytest
 from harness.cli import run_cli
 
 
+@pytest.mark.slow  # end to end: a real sweep through the command line
 def test_local_parallel_runs_jobs_in_two_workers(run_harness):
     proc = run_harness("multirun", "launcher=local_parallel", "launcher.workers=2", "algo=dppo,drpo",
                        "model.path=null,/nonexistent/model", "debug=quick")
@@ -19,6 +20,7 @@ def test_local_parallel_runs_jobs_in_two_workers(run_harness):
     assert len({j["pid"] for j in jobs}) == 2, "two worker processes shared the four jobs"
 
 
+@pytest.mark.slow  # end to end: a real sweep through the command line
 def test_submitit_local_runs_a_sweep(run_harness):
     proc = run_harness("multirun", "launcher=submitit_local", "algo=dppo,drpo", "debug=quick", check=True)
     assert "2 runs: 2 finished" in proc.stdout
@@ -58,6 +60,7 @@ def test_unknown_named_sweep_and_empty_grid(capsys, tmp_path, monkeypatch):
     assert not (tmp_path / "multirun").exists()
 
 
+@pytest.mark.slow  # end to end: a real sweep through the command line
 def test_named_sweep_runs_its_grids_into_one_folder(run_harness, tmp_path, monkeypatch):
     sweeps = run_harness.root / "sweeps"
     sweeps.mkdir()

@@ -39,6 +39,7 @@ def test_pruning_hook_stops_a_run_worse_than_the_median(tmp_path):
     assert pruning_hook(OmegaConf.create({"optuna": {"trial_id": None}})) is None
 
 
+@pytest.mark.slow  # end to end: two Optuna searches through the command line
 def test_study_resumes_after_the_driver_dies(run_harness):
     killed = run_harness(*SEARCH, env={"HARNESS_FAULT_KILL_AT_STEP": "3"})
     assert killed.returncode == -9

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf, open_dict
 
-from harness.config.validate import ConfigError
+from harness.config.errors import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import unsupported_reason
 from harness.trainers.verl.options import ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options

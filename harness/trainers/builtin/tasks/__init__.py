@@ -27,6 +27,7 @@ def check_task(dataset_cfg) -> None:
     """Raise ValueError (naming the key) if the task cannot give the run its eval set or train pool; the CLI
     asks this before any job starts, so a split too small for `eval_size`/`train_size` is bad input."""
     task = build_task(dataset_cfg)
+    task.check_sizes()
     task.eval_set()
     if task.train_size:
         task.train_pool()

@@ -38,6 +38,10 @@ class ArithmeticTask(Task):
         corners = [(largest, largest), (0, largest)]
         return max(len(str(_OPERATIONS[op](a, b))) for op in self.ops for a, b in corners)
 
+    @property
+    def problem_count(self) -> int:
+        return len(self.ops) * 10 ** (2 * self.difficulty)
+
     def describe(self) -> dict:
         return {**super().describe(), "ops": self.ops}
 

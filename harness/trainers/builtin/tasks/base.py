@@ -52,6 +52,22 @@ class Task:
     def _random_problem(self, rng: np.random.Generator) -> Problem:
         raise NotImplementedError
 
+    @property
+    def problem_count(self) -> int:
+        """How many distinct problems this task config has (both splits)."""
+        raise NotImplementedError
+
+    def check_sizes(self) -> None:
+        """Refuse, by arithmetic alone, an eval set or train pool larger than its split can hold: drawing one
+        would otherwise run for minutes before concluding so. (About 1 in EVAL_BUCKETS is an eval problem.)"""
+        eval_capacity = self.problem_count // EVAL_BUCKETS
+        if self.eval_size > eval_capacity:
+            raise ValueError(f"dataset.eval_size={self.eval_size} is more than the eval split of {self.describe()} "
+                             f"holds (about {eval_capacity} problems); lower eval_size or raise difficulty")
+        if self.train_size and self.train_size > self.problem_count - eval_capacity:
+            raise ValueError(f"dataset.train_size={self.train_size} is more than the train split of "
+                             f"{self.describe()} holds (about {self.problem_count - eval_capacity} problems)")
+
     def describe(self) -> dict:
         """Everything that defines this task config (used in cache keys and run metadata)."""
         return {"name": self.name, "difficulty": self.difficulty, "eval_size": self.eval_size, "seed": self.seed}

@@ -26,6 +26,10 @@ class SortingTask(Task):
     def max_answer_length(self) -> int:
         return 2 * self.difficulty - 1
 
+    @property
+    def problem_count(self) -> int:
+        return 10 ** self.difficulty
+
     def _random_problem(self, rng: np.random.Generator) -> Problem:
         digits = [int(d) for d in rng.integers(0, 10, size=self.difficulty)]
         return Problem(
