@@ -35,7 +35,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     from harness.reports.collect import collect
     from harness.reports.decisions import evaluate, jobs_per_seed
     from harness.reports.locate import from_sweep_dir
-    from harness.sweeps import command
+    from harness.sweeps import grid_runs
 
     design, budget = spec.design, spec.design.budget
     per_seed = jobs_per_seed(spec)
@@ -52,9 +52,9 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
             break
         began = clock()
-        _, grids = command.prepare(spec, [*user, f"seed=range({done},{n})"])
+        _, grids = grid_runs.prepare(spec, [*user, f"seed=range({done},{n})"])
         print(f"sweep {spec.name}: round {j + 1}: seeds {done}..{n - 1}", flush=True)
-        worst = max(worst, command.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
+        worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
         last_round, done = (clock() - began) / 60.0, n
         try:
             outcomes = evaluate(collect(from_sweep_dir(sweep_dir)), spec)
@@ -67,5 +67,5 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")
-    command.finish(spec, sweep_dir)
+    grid_runs.finish(spec, sweep_dir)
     return worst

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: List[str]) -> int:
     from harness.config.validate import ConfigError
-    from harness.sweeps import command
+    from harness.sweeps import grid_runs
 
     args = _parser().parse_args(argv)
     specs = claim_sweeps()
@@ -85,7 +85,7 @@ def main(argv: List[str]) -> int:
     prepared = []
     try:  # every job of every claim is validated before the first one starts
         for spec in specs:
-            prepared.append((spec, *command.prepare_jobs(spec, user, flags)))
+            prepared.append((spec, *grid_runs.prepare_jobs(spec, user, flags)))
     except (ConfigError, ValueError) as err:
         print(f"harness: error: findings: {err}", file=sys.stderr)
         return 2
@@ -101,7 +101,7 @@ def main(argv: List[str]) -> int:
 
             code = run_adaptive(spec, sweep_dir, user, flags)
         else:
-            code = command.run(spec, sweep_dir, grids, flags, jobs)
+            code = grid_runs.run(spec, sweep_dir, grids, flags, jobs)
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,

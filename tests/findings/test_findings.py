@@ -83,7 +83,7 @@ def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypa
     """`python -m harness sweep claim6_bandpo 'seed=range(0,10)'`: a sweep-valued override replaces the
     file's seed axis (and is validated like every other job before anything runs)."""
     from harness.config.compose import expand_sweep
-    from harness.sweeps.command import prepare
+    from harness.sweeps.grid_runs import prepare
     from harness.sweeps.spec import load_sweep
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))

@@ -1,0 +1,102 @@
+"""A named sweep's grids as Hydra multiruns: compose and validate every job first (`prepare_jobs`), run each
+grid as one multirun into the sweep's folder (`run_grids`), then close the parent run and build the reports
+the sweep names (`finish`). Used by `sweep`, `findings` and adaptive seeding."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from harness.sweeps.spec import SweepSpec
+
+
+def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
+    """The sweep's folder and the overrides of each grid, every job validated (ConfigError/ValueError)."""
+    sweep_dir, grids, _ = prepare_jobs(spec, user, [])
+    return sweep_dir, grids
+
+
+def prepare_jobs(spec: SweepSpec, user: List[str], flags: List[str]) -> Tuple[Path, List[List[str]], list]:
+    """`prepare`, also returning each grid's jobs as composed and validated with the overrides its multirun
+    gets (`_grid_argv`), which that multirun then uses instead of composing them again."""
+    from harness.config.compose import preflight_jobs
+
+    common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
+    grids = [[*common, *grid, *user] for grid in spec.grid_overrides(user)]
+    folder = f"multirun/{spec.name}/{datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
+    jobs = [preflight_jobs(_grid_argv(grid, index, folder, flags)[1:], multirun=True)
+            for index, grid in enumerate(grids)]
+    root = Path(jobs[0][0].spec.output_root).expanduser().resolve()
+    return root / folder, grids, jobs
+
+
+def _grid_argv(grid: List[str], index: int, folder: str, flags: List[str], tag: str = "") -> List[str]:
+    """`multirun` and the overrides of one grid's multirun, harness flags as the CLI turns them into overrides."""
+    from harness.cli import HARNESS_FLAGS
+
+    place = [f"hydra.sweep.dir=${{output_root}}/{folder}", f"hydra.sweep.subdir=g{index}{tag}_${{hydra.job.num}}"]
+    return ["multirun", *grid, *place, *(HARNESS_FLAGS[f] for f in flags if f in HARNESS_FLAGS)]
+
+
+def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[str],
+        jobs: Optional[list] = None) -> int:
+    """Run each grid as one multirun into `sweep_dir`, close the parent run, build the reports; worst exit code.
+    Each multirun gets its grid's composed jobs (`harness.config.composed.PREFLIGHTED_ENV`)."""
+    print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
+    worst = run_grids(sweep_dir, grids, flags, jobs=jobs)
+    finish(spec, sweep_dir)
+    return worst
+
+
+def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "",
+              jobs: Optional[list] = None) -> int:
+    """Each grid as one multirun into `sweep_dir` (job folders g<grid><tag>_<job>); worst exit code. With
+    `jobs` (each grid's, from `prepare_jobs`), each multirun uses them instead of composing them again."""
+    import tempfile
+
+    from harness.config.composed import PREFLIGHTED_ENV, save_jobs
+    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV
+
+    worst = 0
+    folder = str(sweep_dir.relative_to(sweep_dir.parents[2]))
+    with tempfile.TemporaryDirectory(prefix="harness-sweep-") as handover:
+        for index, grid in enumerate(grids):
+            env = {**os.environ, NAMED_SWEEP_ENV: "1"}
+            if jobs is not None:
+                path = Path(handover) / f"g{index}.pickle"
+                save_jobs(jobs[index], path)
+                env[PREFLIGHTED_ENV] = str(path)
+            argv = _grid_argv(grid, index, folder, flags, tag)
+            code = subprocess.run([sys.executable, "-m", "harness", *argv], env=env).returncode
+            worst = max(worst, code)
+    return worst
+
+
+def finish(spec: SweepSpec, sweep_dir: Path) -> None:
+    """Close the sweep's parent run and build its reports."""
+    from harness.tracking.sweep_callback import PARENT_FILE, close_parent
+
+    if (sweep_dir / PARENT_FILE).is_file():
+        try:
+            print(f"sweep {spec.name}: parent run {close_parent(sweep_dir)}")
+        except Exception as err:  # the runs are recorded either way
+            print(f"harness: warning: could not close the parent run: {err}", file=sys.stderr)
+    _build_reports(sweep_dir, spec.reports)
+
+
+def _build_reports(sweep_dir: Path, kinds: List[str]) -> None:
+    try:
+        from harness.reports import build_sweep_reports
+    except ImportError:
+        return
+    try:
+        for path in build_sweep_reports(sweep_dir, kinds=kinds):
+            print(f"  report: {path}")
+    except Exception as err:  # a report problem never fails the sweep
+        print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)
+    from harness.job import sweep_where
+
+    print(sweep_where(sweep_dir))
