@@ -71,6 +71,7 @@ def run_job(cfg: DictConfig) -> JobResult:
     from harness.config.validate import validate
     from harness.tracking import open_tracker
     from harness.trainers import build_trainer
+    from harness.trainers.checkpoint import resumed_run_id
 
     from harness.launchers.skip_finished import finished_twin
     from harness.sweeps.pruning import Pruned
@@ -91,8 +92,8 @@ def run_job(cfg: DictConfig) -> JobResult:
     (run_dir / "job.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                    "started": time.time(), "name": name}))
     previous = signal.signal(signal.SIGTERM, _raise_killed)
-    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
-    # the run id is read once the run is closed: the tracking sidecar may still be opening it meanwhile
+    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
+    print(f"run {name}: {tracker.where()}", flush=True)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir))
     try:
         trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)

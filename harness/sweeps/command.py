@@ -61,7 +61,7 @@ def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
 def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[str]) -> int:
     """Run each grid as one multirun into `sweep_dir`, close the parent run, build the reports; worst exit code."""
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
-    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV, PARENT_FILE, close_parent
+    from harness.sweeps.tracking_callback import NAMED_SWEEP_ENV, PARENT_FILE, close_parent
 
     worst = 0
     env = {**os.environ, NAMED_SWEEP_ENV: "1"}

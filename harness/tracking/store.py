@@ -35,13 +35,18 @@ def output_root(cfg: DictConfig) -> Path:
     return Path(cfg.output_root).expanduser().resolve()
 
 
+URI_ENV = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+
+
 def tracking_uri(cfg: DictConfig) -> str:
-    if cfg.tracking.uri:
-        return cfg.tracking.uri
-    return default_uri(output_root(cfg))
+    """As every MLflow tool: `tracking.uri=` (command line, or tracking=server), else MLFLOW_TRACKING_URI, else
+    the default SQLite store in the output root."""
+    return cfg.tracking.uri or os.environ.get(URI_ENV) or default_uri(output_root(cfg))
 
 
 def experiment_name(cfg: DictConfig) -> str:
+    """`tracking.experiment=`, else `experiment_name` (conf/config.yaml: MLFLOW_EXPERIMENT_NAME, else harness)."""
     return cfg.tracking.experiment or cfg.experiment_name
 
 

@@ -15,7 +15,7 @@ from harness.tracking.ui import runs_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.tracking.sweep_callback.SweepTracking"
+CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.sweeps.tracking_callback.SweepTracking"
 CHART_METRIC = "train/entropy"
 EXPANDER = ("[row-id='{id}'] button[data-component-id*='runnamecellrenderer']",
             "[row-id='{id}'] [col-id='attributes.`Run Name`'] button")

@@ -53,7 +53,7 @@ def test_spool_ignores_an_unfinished_last_line(tmp_path):
 
 
 def test_sweep_size_counts_the_grid():
-    from harness.tracking.sweep_callback import sweep_size
+    from harness.sweeps.tracking_callback import sweep_size
 
     assert sweep_size(OmegaConf.create({}), ["algo=dppo,drpo", "delta=0.1,0.2", "debug=quick"]) == 4
 
