@@ -4,7 +4,7 @@ Concurrent first creation of an MLflow SQLite store races on its schema migratio
 a file lock in the output folder that also serialises separate invocations: `ensure_experiment` (a job's
 tracker, the sweep's parent run) and `python -m harness server`. For jobs submitted through submitit (Slurm)
 the CLI creates the stores up front (`prepare_stores`), so an unreachable store is reported before anything
-is submitted; jobs run on this machine create theirs in their tracking sidecar, while they start training."""
+is submitted; jobs run on this machine create theirs when their tracker opens the run."""
 from __future__ import annotations
 
 import fcntl
@@ -125,7 +125,7 @@ def prepare_stores(configs: Iterable[DictConfig]) -> None:
     """Create every store that jobs submitted elsewhere will write to, once, before any of them starts.
 
     Jobs run on this machine (LOCAL_LAUNCHERS) are left to create theirs (`ensure_experiment`, in their
-    tracking sidecar): the CLI does not wait on MLflow for them."""
+    tracker): the CLI does not wait on MLflow for them."""
     seen = set()
     for cfg in configs:
         if cfg.tracking.backend != "mlflow" or cfg.launcher.name in LOCAL_LAUNCHERS:
