@@ -226,14 +226,19 @@ class MlflowTracker(Tracker):
                 with self._lock:
                     if not self._pending:
                         return
-                    chunk, operation = self._pending.popleft()
+                    chunk, operation = self._pending[0]  # left in place until settled: a SIGTERM may cut the wait
                 try:
                     if operation is None:
                         raise RuntimeError("not sent")
                     operation.wait()
                 except Exception as err:
                     log.debug("tracking: an asynchronous metrics call failed: %s", describe(err))
+                    with self._lock:
+                        self._pending.popleft()
                     self._resend(chunk)
+                else:
+                    with self._lock:
+                        self._pending.popleft()
 
     def _resend(self, chunk: list) -> None:
         with self._lock:
