@@ -27,7 +27,7 @@ def postgres():
     bin_dir = Postgres.binaries()
     if bin_dir is None:
         pytest.skip("PostgreSQL server binaries not installed (bash .ci/install_postgresql.sh)")
-    pytest.importorskip("psycopg2", reason="psycopg2 (pip install -e '.[test]') connects MLflow to PostgreSQL")
+    pytest.importorskip("psycopg", reason="psycopg (pip install -e '.[test]') connects MLflow to PostgreSQL")
     server = Postgres(bin_dir).start()
     yield server
     server.stop()

@@ -44,9 +44,9 @@ def test_eight_writers_against_the_server(server, tmp_path):
 
 def test_eight_writers_against_the_server_on_postgresql(server_on_postgres, postgres, tmp_path):
     _check(server_on_postgres.url, _write_concurrently(server_on_postgres.url, tmp_path))
-    import psycopg2
+    import psycopg
 
-    with psycopg2.connect(postgres.uri) as connection, connection.cursor() as cursor:
+    with psycopg.connect(postgres.uri) as connection, connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM metrics")  # the points are in PostgreSQL, not in a file beside it
         assert cursor.fetchone()[0] == WRITERS * STEPS * METRICS
     assert not (tmp_path / "mlruns.db").exists()
