@@ -1,14 +1,15 @@
 """The MLflow UI view of a harness experiment: a training experiment whose runs table shows the columns
 that tell runs apart, and runs with short readable names.
 
-- MLflow 3's UI opens an experiment by its kind (experiment tag `mlflow.experimentKind`): without it, it
-  may infer a GenAI experiment and land on a traces page. Harness experiments are marked
-  `custom_model_development`, so the experiment opens on its runs table.
+- MLflow 3.18's UI starts in its GenAI mode (a traces overview, no runs) unless the link says
+  `workflowType=machine_learning`, and within that mode opens an experiment by its kind (experiment tag
+  `mlflow.experimentKind`). Harness experiments are marked `custom_model_development` and the links the
+  harness prints ask for the machine-learning mode, so they open on the runs table.
 - The UI keeps table columns in browser state; a "shared view" (experiment tag
   `mlflow.sharedViewState.<key>`, opened with `?viewStateShareKey=<key>`) carries them in the store instead,
   so one link shows every sweep's runs with their objective, threshold, precision, seed and headline metrics:
 
-    http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness
+    http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness&workflowType=machine_learning
 
 - A run is named `dppo δ=0.1 s0` (objective, its threshold, precision when not fp32, seed); the overrides
   that made it are its description (tag `mlflow.note.content`) and tag `harness.overrides`.
@@ -25,6 +26,7 @@ VIEW_KEY = "harness"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
 KIND_TAG = "mlflow.experimentKind"
 TRAINING_KIND = "custom_model_development"  # the UI's "machine learning" kind (vs genai_development)
+TRAINING_MODE = "workflowType=machine_learning"  # the UI's mode, read from the link (default: genai)
 PARAM_COLUMNS = ("algo.name", "algo.delta", "algo.relax_alpha", "algo.eps", "precision.name", "seed")
 METRIC_COLUMNS = ("eval/accuracy", "eval/best_accuracy", "train/reward")
 # An objective's threshold parameters, as the papers write them.
@@ -48,7 +50,7 @@ def runs_url(tracking_uri: str, experiment_id: str) -> Optional[str]:
     """The UI link of the experiment's runs table, for a tracking server (None for a local store)."""
     if not tracking_uri.startswith(("http://", "https://")):
         return None
-    return f"{tracking_uri.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
+    return f"{tracking_uri.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}&{TRAINING_MODE}"
 
 
 def _number(value) -> str:

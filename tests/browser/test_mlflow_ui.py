@@ -13,7 +13,7 @@ import pytest
 from chromium import DevTools, artifacts_dir, one_shot
 from tracking_helpers import Server, free_port
 
-from harness.tracking.ui import KIND_TAG, TRAINING_KIND, runs_url
+from harness.tracking.ui import KIND_TAG, TRAINING_KIND, TRAINING_MODE, runs_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -72,7 +72,7 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
     for text in ("algo.name", "algo.delta", "eval/accuracy", parent.info.run_name[:30]):
         assert text in dom, f"{text!r} not in the runs table"
 
-    plain = one_shot(chromium, f"{server.url}/#/experiments/{experiment_id}", "--dump-dom")
+    plain = one_shot(chromium, f"{server.url}/#/experiments/{experiment_id}?{TRAINING_MODE}", "--dump-dom")
     (out / "experiment_page.html").write_text(plain)
     assert parent.info.run_name[:30] in plain, "the experiment's own link opens on its runs (a training experiment)"
 
