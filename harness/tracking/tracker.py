@@ -220,12 +220,14 @@ class MlflowTracker(Tracker):
     def _settle(self) -> None:
         """Wait for the asynchronous calls in order. A call that failed is sent again synchronously, which
         tells a refused record (skipped, with a warning) from an outage (the run goes offline and spools
-        it and every step after it)."""
+        it and every step after it). Then the step tag is set once more to the highest step settled: MLflow
+        before 3.18 may apply asynchronous calls out of order, and the last tag written wins."""
+        settled = -1
         with self._settle_lock:
             while True:
                 with self._lock:
                     if not self._pending:
-                        return
+                        break
                     chunk, operation = self._pending[0]  # left in place until settled: a SIGTERM may cut the wait
                 try:
                     if operation is None:
@@ -239,6 +241,9 @@ class MlflowTracker(Tracker):
                 else:
                     with self._lock:
                         self._pending.popleft()
+                settled = max(settled, max(step for step, _, _ in chunk))
+            if settled >= 0:
+                self._send(None, lambda: self.client.set_tag(self.run_id, STEP_TAG, str(settled)))
 
     def _resend(self, chunk: list) -> None:
         with self._lock:
