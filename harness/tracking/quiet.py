@@ -22,8 +22,11 @@ def verbose() -> bool:
 def quiet_libraries() -> None:
     """Make MLflow's own logging WARNING (and not print run URLs) unless the user asked for more; cheap and
     idempotent, called before any MLflow client is made."""
-    if verbose():
-        os.environ.setdefault(MLFLOW_LEVEL_ENV, os.environ[LEVEL_ENV].strip().upper())
+    if verbose():  # asked for on this command line: wins over an MLFLOW_LOGGING_LEVEL inherited from a parent
+        level = os.environ[LEVEL_ENV].strip().upper()
+        os.environ[MLFLOW_LEVEL_ENV] = level
+        if "mlflow" in sys.modules:
+            logging.getLogger("mlflow").setLevel(level)
         return
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # the harness prints its own line
     if MLFLOW_LEVEL_ENV in os.environ:
