@@ -14,9 +14,8 @@
    Checkpoints are written on a background thread (the tracking flush, then torch.save): the loop's share
    (copying the state, joining the previous write) is overhead; the writes' own CPU time is reported too,
    with the figure as it would be if all of it had stalled the run (`fraction_if_background_writes_counted`).
-   The detail has the CPU seconds of the run's process and of its children (the tracking sidecar, which
-   records the MLflow run on the other core). `HARNESS_TRACKING_SIDECAR=0 python benchmarks/run.py
-   --only overhead` measures the in-process tracker instead, for comparison.
+   The detail has the CPU seconds of the run's process (MLflow's asynchronous logging threads included) and
+   of its children.
 The `--cfg job` start-up figure (against `import hydra`) is retired: configs are composed by Hydra alone
 (issue #17), without the second composer and the composed-config cache it measured.
 """
@@ -80,7 +79,7 @@ def wrap_trainer():
     wrap(ck.CheckpointWriter, "_write", "checkpoint_write")  # flush + torch.save, on the writer's thread
 started = time.perf_counter()
 import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
-import harness.trainers, harness.tracking.tracker as tt, harness.tracking.sidecar as sc
+import harness.trainers, harness.tracking.tracker as tt
 acc["imports"] = time.perf_counter() - started
 wrap(harness.config.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
@@ -93,7 +92,7 @@ def build_then_wrap(*a, **k):
 harness.trainers.build_trainer = build_then_wrap
 wrap(harness.trainers, "build_trainer", "trainer_init")
 wrap(harness.job, "run_job", "job")
-for cls in (tt.Tracker, tt.MlflowTracker, sc.SidecarTracker):
+for cls in (tt.Tracker, tt.MlflowTracker):
     for attr, key in (("log_metrics", "log_metrics"), ("flush", "tracker_flush"), ("finish", "tracker_finish")):
         if attr in vars(cls):
             wrap(cls, attr, key)
@@ -170,9 +169,8 @@ def main(argv=None) -> int:
                wall_s=median([r["wall_s"] for r in runs]), overhead_s=median([r["overhead_s"] for r in runs]),
                trainer_s=median([r["trainer_s"] for r in runs]), overrides=overrides, reps=len(runs),
                overhead_phases_s=runs[len(runs) // 2]["overhead_phases_s"],
-               tracking_sidecar=os.environ.get("HARNESS_TRACKING_SIDECAR", "1") != "0",
                run_cpu_s=median([r["cpu_s"] for r in runs]),
-               sidecar_cpu_s=median([r["children_cpu_s"] for r in runs]),
+               children_cpu_s=median([r["children_cpu_s"] for r in runs]),
                # a background write competes with the loop for the GIL and the cores: its whole CPU time
                # counted as overhead bounds what it can have cost the run
                checkpoint_write_cpu_s=median([r["background_cpu_s"].get("checkpoint_write", 0.0) for r in runs]),

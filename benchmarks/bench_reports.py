@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         uri = f"sqlite:///{Path(tmp) / 'mlruns.db'}"
         started = time.perf_counter()
-        write_sweep(uri, fake_runs(n_runs), SWEEP_ID, steps=steps, eval_every=10, bulk_sql=True)
+        write_sweep(uri, fake_runs(n_runs), SWEEP_ID, steps=steps, eval_every=10)
         build_s = time.perf_counter() - started
         target = Target(SWEEP_ID, uri, [], [], out_dir=Path(tmp) / "reports")
         collect(target)  # warm-up: imports, SQLAlchemy engine, page cache

@@ -7,7 +7,12 @@ Both train the same warm-started tiny Qwen3 (the built-in trainer's weights, cop
 (task answer + <eos> = 8 tokens), objective (PPO clip ε = 0.2, group-normalised advantages, token-mean
 loss, no KL), optimizer (AdamW, lr 3e-4, no weight decay, grad clip 1.0, constant lr) and one mini-batch
 per step, on CPU with one torch thread. TRL generates with `model.generate` (KV cache, no vLLM) and
-reports to nothing; the built-in trainer logs to its metrics.jsonl only (tracking=none).
+reports to nothing; the built-in trainer logs to its metrics.jsonl only (tracking=none). TRL's
+`GRPOConfig` turns gradient checkpointing on by default, which slows it and is not what anyone would use
+for a model this small: it is turned off here (`gradient_checkpointing=False`).
+
+Two shapes, one figure each: the default run's (hidden 64, 2 layers, sorting: `step_speedup`) and a
+bigger one (hidden 128, 4 layers, arithmetic: `step_speedup_bigger`, --quick skips it).
 
 Interleaving: TRL's own training loop drives; a callback at the end of every TRL step runs one built-in
 step, so the two alternate step by step in one process. A TRL step is timed from the end of the previous
@@ -38,12 +43,15 @@ TARGET = ">= 2.0"
 BASELINE = "TRL GRPOTrainer, same model/task/batch/optimizer, steps interleaved 1:1 in one process"
 
 
-def builtin_trainer(quick: bool, root: Path, cache_dir: Path):
+BIGGER = ["model.hidden_size=128", "model.num_layers=4", "dataset=arithmetic"]
+
+
+def builtin_trainer(quick: bool, root: Path, cache_dir: Path, shape=()):
     from harness.tracking.local_tracker import Tracker
     from harness.trainers.builtin.trainer import BuiltinTrainer
 
     overrides = ["algo=grpo", "trainer.mini_batches=1", "tracking=none", "trainer.progress=false",
-                 "trainer.torch_threads=1", *(["debug=quick"] if quick else [])]
+                 "trainer.torch_threads=1", *shape, *(["debug=quick"] if quick else [])]
     cfg = bench_config(overrides, root, cache_dir)
     run_dir = root / "builtin"
     return BuiltinTrainer(cfg, run_dir, Tracker(run_dir)), overrides
@@ -74,6 +82,7 @@ def trl_trainer(builtin, steps: int, root: Path, callback):
         max_completion_length=builtin.max_new_tokens, temperature=t.temperature, top_k=0, top_p=1.0,
         learning_rate=t.lr, weight_decay=t.weight_decay, max_grad_norm=t.grad_clip, optim="adamw_torch",
         lr_scheduler_type="constant", warmup_steps=0, beta=0.0, epsilon=0.2, loss_type="dapo",
+        gradient_checkpointing=False,  # TRL's default is on: slower, and pointless for a model this small
         scale_rewards="group", mask_truncated_completions=False, logging_steps=1, save_strategy="no",
         report_to=[], use_cpu=True, bf16=False, fp16=False, seed=builtin.cfg.seed, disable_tqdm=True,
         dataloader_num_workers=0, dataloader_pin_memory=False, log_level="error")
@@ -119,41 +128,59 @@ def main(argv=None) -> int:
     args = bench_args(__doc__, argv)
     warmup, reps = (1, args.reps or 3) if args.quick else (3, args.reps or 30)
     try:
-        import trl
+        import trl  # noqa: F401
     except Exception as err:  # optional: pip install -e '.[bench]'
         reason = f"trl not importable ({type(err).__name__}: {err}); install it with pip install -e '.[bench]'"
         write_figures(args.json, NAME, [skipped(f"{NAME}.step_speedup", reason, TARGET, BASELINE),
-                                        skipped(f"{NAME}.tokens_per_s", reason, None, BASELINE)])
+                                        skipped(f"{NAME}.tokens_per_s", reason, None, BASELINE),
+                                        skipped(f"{NAME}.step_speedup_bigger", reason, TARGET, BASELINE)])
         return 0
+    default = measure(args, warmup, reps, ())
+    t_s, b_s = default["trl_s"], default["builtin_s"]
+    t_tok, b_tok = default["trl_tokens"], default["builtin_tokens"]
+    speed = [bt / b / (rt / r) for bt, b, rt, r in zip(b_tok, b_s, t_tok, t_s)]
+    figures = [
+        figure(f"{NAME}.step_speedup", median_ratio(t_s, b_s), TARGET, BASELINE,
+               builtin_s_per_step=median(b_s), trl_s_per_step=median(t_s), **default["setup"]),
+        figure(f"{NAME}.tokens_per_s", median(speed), None, BASELINE + " (generated tokens/s, built-in / TRL)",
+               builtin_tokens_per_s=median(b / s for b, s in zip(b_tok, b_s)),
+               trl_tokens_per_s=median(r / s for r, s in zip(t_tok, t_s)),
+               builtin_tokens_per_step=median(b_tok), trl_tokens_per_step=median(t_tok)),
+    ]
+    steps = {k: default[k] for k in ("builtin_s", "trl_s", "builtin_tokens", "trl_tokens")}
+    if not args.quick:
+        bigger = measure(args, warmup, reps, BIGGER)
+        figures.append(figure(f"{NAME}.step_speedup_bigger", median_ratio(bigger["trl_s"], bigger["builtin_s"]),
+                              TARGET, BASELINE + " (hidden 128, 4 layers, arithmetic)",
+                              builtin_s_per_step=median(bigger["builtin_s"]), trl_s_per_step=median(bigger["trl_s"]),
+                              **bigger["setup"]))
+        steps.update({f"bigger_{k}": bigger[k] for k in ("builtin_s", "trl_s")})
+    write_figures(args.json, NAME, figures, steps=steps)
+    return 0
+
+
+def measure(args, warmup: int, reps: int, shape) -> dict:
+    """TRL and built-in steps interleaved on one shape: per-step seconds and generated tokens, past warm-up."""
     import torch
     import transformers
+    import trl
 
     with tempfile.TemporaryDirectory(prefix="bench-trl-") as tmp:
         root = Path(tmp)
-        builtin, overrides = builtin_trainer(args.quick, root, args.cache_dir)
+        builtin, overrides = builtin_trainer(args.quick, root, args.cache_dir, shape)
         callback = make_callback(builtin)
         trainer = trl_trainer(builtin, warmup + reps, root, callback)
         trainer.train()
         builtin.tracker.finish("FINISHED")
-    trl_s, builtin_s = callback.trl_s[warmup:], callback.builtin_s[warmup:]
-    trl_tok, builtin_tok = callback.trl_tokens[warmup:], callback.builtin_tokens[warmup:]
     t = builtin.t
     setup = {"overrides": overrides, "prompts_x_group": f"{t.prompts_per_step} x {t.group_size}",
              "max_new_tokens": builtin.max_new_tokens, "torch_threads": torch.get_num_threads(),
-             "warmup_steps": warmup, "reps": len(trl_s), "trl": trl.__version__,
-             "transformers": transformers.__version__, "torch": torch.__version__}
-    speed = [b_tok / b / (r_tok / r) for b_tok, b, r_tok, r in zip(builtin_tok, builtin_s, trl_tok, trl_s)]
-    figures = [
-        figure(f"{NAME}.step_speedup", median_ratio(trl_s, builtin_s), TARGET, BASELINE,
-               builtin_s_per_step=median(builtin_s), trl_s_per_step=median(trl_s), **setup),
-        figure(f"{NAME}.tokens_per_s", median(speed), None, BASELINE + " (generated tokens/s, built-in / TRL)",
-               builtin_tokens_per_s=median(b / s for b, s in zip(builtin_tok, builtin_s)),
-               trl_tokens_per_s=median(r / s for r, s in zip(trl_tok, trl_s)),
-               builtin_tokens_per_step=median(builtin_tok), trl_tokens_per_step=median(trl_tok)),
-    ]
-    write_figures(args.json, NAME, figures, steps={"builtin_s": builtin_s, "trl_s": trl_s,
-                                                   "builtin_tokens": builtin_tok, "trl_tokens": trl_tok})
-    return 0
+             "warmup_steps": warmup, "reps": len(callback.trl_s[warmup:]), "trl": trl.__version__,
+             "trl_gradient_checkpointing": False, "transformers": transformers.__version__,
+             "torch": torch.__version__}
+    return {"trl_s": callback.trl_s[warmup:], "builtin_s": callback.builtin_s[warmup:],
+            "trl_tokens": callback.trl_tokens[warmup:], "builtin_tokens": callback.builtin_tokens[warmup:],
+            "setup": setup}
 
 
 if __name__ == "__main__":

@@ -133,6 +133,9 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 def run_cli(argv: List[str]) -> int:
     multirun = False
+    if "-v" in argv or "--verbose" in argv:  # libraries' log lines too (MLflow's store creation, migrations)
+        argv = [a for a in argv if a not in ("-v", "--verbose")]
+        os.environ["HARNESS_LOG_LEVEL"] = "INFO"
     if argv and argv[0] in TOOLS:
         return _run_tool(argv[0], argv[1:])
     if argv and argv[0] == "help":

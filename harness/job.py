@@ -95,7 +95,7 @@ def _traceback_to_log_file(name: str, text: str) -> None:
 def _close_detached_parent(sweep_dir: str) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
-        from harness.tracking.sweep_callback import close_parent_if_all_ended
+        from harness.sweeps.tracking_callback import close_parent_if_all_ended
 
         close_parent_if_all_ended(Path(sweep_dir))
     except Exception as err:  # `repair` closes it from the jobs' statuses
@@ -105,6 +105,7 @@ def _close_detached_parent(sweep_dir: str) -> None:
 def run_job(cfg: DictConfig) -> JobResult:
     from harness.tracking import open_tracker
     from harness.trainers import build_trainer
+    from harness.trainers.checkpoint import resumed_run_id
 
     from harness.launchers.skip_finished import finished_twin
     from harness.secrets import scrub
@@ -134,8 +135,8 @@ def run_job(cfg: DictConfig) -> JobResult:
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
     previous = signal.signal(signal.SIGTERM, _raise_killed)
-    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir)
-    # the run id is read once the run is closed: the tracking sidecar may still be opening it meanwhile
+    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
+    print(f"run {name}: {tracker.where()}", flush=True)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     try:
         trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)

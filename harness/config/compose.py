@@ -11,7 +11,7 @@ import copy
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Sequence
 
 from omegaconf import DictConfig, open_dict
 

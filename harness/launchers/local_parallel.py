@@ -15,7 +15,6 @@ from omegaconf import OmegaConf
 
 from harness.launchers.base import HarnessLauncher, log
 from harness.launchers.results import record_result, record_worker_crash
-from harness.tracking.run_tracker import SIDECAR_ENV
 
 
 def _run_pickled(payload: bytes) -> JobReturn:
@@ -23,9 +22,6 @@ def _run_pickled(payload: bytes) -> JobReturn:
     import cloudpickle
 
     launcher, overrides, idx, state = cloudpickle.loads(payload)
-    # A worker runs job after job: MLflow's imports and store are paid once per worker when its jobs track
-    # in process, whereas a sidecar per job would pay them per job, on the cores the other workers train on.
-    os.environ.setdefault(SIDECAR_ENV, "0")
     ret = launcher.run_one(overrides, idx, state)
     ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
     return ret

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence
 from harness.reports.artifacts import error_line
 from harness.reports.data import METRIC_PREFIXES, Run, SweepData, shorten_names
 from harness.reports.history_rest import read_histories_client, read_histories_rest
-from harness.reports.history_sql import read_histories, sqlite_path
+from harness.reports.history_sql import UnknownSchema, read_histories, sqlite_path
 from harness.reports.locate import Target, TargetError, natural_key
 
 log = logging.getLogger("harness")
@@ -118,6 +118,8 @@ def _read_histories(data: SweepData, client, found, history: str, prefixes: Sequ
         try:
             data.series, data.source = read_histories(db, ids, prefixes), f"MLflow SQLite store {db} (one SQL query)"
             return
+        except UnknownSchema as err:
+            log.info("%s; metric histories read through MLflow's API", err)
         except Exception as err:
             data.notes.append(f"bulk SQL read failed ({err}); metric histories were read run by run")
     elif history == "rest":

@@ -1,8 +1,12 @@
-"""Metric histories of many runs from an MLflow SQLite store in one read-only SQL query.
+"""Metric histories of many runs from an MLflow SQLite store in one read-only SQL query: the one place the
+harness reads MLflow's tables (it never writes them).
 
 MLflow's client offers one request per (run, metric); for a local store we read its `metrics` table
 directly (read-only connection, so a running sweep is not disturbed) and split the rows with numpy.
-Only used for `sqlite:` URIs; `collect.py` falls back to the client if the schema is not what we expect.
+Only for a store whose schema revision (table `alembic_version`) is one this query was checked against
+(KNOWN_REVISIONS); any other store raises `UnknownSchema` and `collect.py` reads the histories through
+MLflow's public API instead (`MlflowClient.get_metric_history`). To add a revision: read the new MLflow's
+migrations (mlflow/store/db_migrations/versions) for changes to the `metrics` table, then list it here.
 """
 from __future__ import annotations
 
@@ -15,6 +19,21 @@ import numpy as np
 
 MAX_FLOAT = 1.7976931348623157e308  # MLflow stores ±inf as ±this
 CHUNK = 500  # run ids per query (SQLite's bound-parameter limit is 999 on old builds)
+# Store schema revisions whose `metrics` table (run_uuid, key, value, timestamp, step, is_nan) this module
+# was checked against: MLflow 3.17 (dc11669786a5) and 3.18 (f4a9b2c7d1e6; its migrations leave metrics alone).
+KNOWN_REVISIONS = frozenset({"dc11669786a5", "f4a9b2c7d1e6"})
+
+
+class UnknownSchema(Exception):
+    """The store's schema revision is not one this module reads directly (read through the public API)."""
+
+
+def schema_revision(con: sqlite3.Connection) -> Optional[str]:
+    try:
+        rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.DatabaseError:
+        return None
+    return rows[0][0] if len(rows) == 1 else None
 
 
 def sqlite_path(tracking_uri: Optional[str]) -> Optional[Path]:
@@ -36,14 +55,16 @@ def read_histories(db_path: Path, run_ids: Sequence[str], prefixes: Sequence[str
     concatenates each (run, key) history into one text row (values printed with 20 significant digits,
     which round-trips doubles):
     ~2,000 rows to fetch for 1M points instead of 1M Python tuples.
+    Raises UnknownSchema for a store whose schema revision is not in KNOWN_REVISIONS.
     """
-    if not run_ids:
-        return {}
     where_key = " OR ".join("substr(key, 1, ?) = ?" for _ in prefixes)
     key_args = [a for p in prefixes for a in (len(p), p)]
     out: Dict[Tuple[str, str], Tuple[np.ndarray, np.ndarray]] = {}
     con = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
     try:
+        revision = schema_revision(con)
+        if revision not in KNOWN_REVISIONS:
+            raise UnknownSchema(f"store schema revision {revision} is not one harness reads directly")
         for i in range(0, len(run_ids), CHUNK):
             chunk = list(run_ids[i:i + CHUNK])
             sql = ("SELECT run_uuid, key, group_concat(step), group_concat(timestamp), "

@@ -1,8 +1,7 @@
 """A synthetic sweep in a real MLflow store: for report tests, the collector benchmark and demos.
 
 Runs are created through `MlflowClient` (params, tags, status, artifacts exactly as harness writes them);
-metric histories go through `log_batch`, or for large stores straight into the SQLite `metrics` and
-`latest_metrics` tables (`bulk_sql=True`, sqlite URIs only: 1M rows in seconds instead of minutes).
+metric histories go through `log_batch` (MLflow's public API: the harness never writes MLflow's tables).
 Curves are deterministic given the run's objective, params and seed.
 """
 from __future__ import annotations
@@ -94,7 +93,7 @@ def run_params(run: FakeRun, steps: int, eval_every: int) -> Dict[str, str]:
 
 def write_sweep(tracking_uri: str, runs: List[FakeRun], sweep_id: str = "2026-01-01/00-00-00-000000",
                 experiment: str = "harness", steps: int = 20, eval_every: int = 5,
-                bulk_sql: bool = False, parent: bool = False) -> Dict[str, object]:
+                parent: bool = False) -> Dict[str, object]:
     """Write `runs` (tagged with `sweep_id`) into the store; returns {"run_ids": [...], "parent_id": ...}.
 
     The experiment is created if missing, with artifacts beside a sqlite store (`mlartifacts/`).
@@ -133,11 +132,8 @@ def write_sweep(tracking_uri: str, runs: List[FakeRun], sweep_id: str = "2026-01
                              else generated_metrics(run, params, steps, eval_every))
         _log_artifacts(client, run_id, run)
         run_ids.append(run_id)
-    if bulk_sql:
-        _insert_sql(tracking_uri, histories)
-    else:
-        for run_id, metrics in histories.items():
-            _log_metrics(client, run_id, metrics)
+    for run_id, metrics in histories.items():
+        _log_metrics(client, run_id, metrics)
     for run_id, run in zip(run_ids, runs):
         if run.status != "RUNNING":
             client.set_terminated(run_id, status=run.status)
@@ -163,28 +159,3 @@ def _log_metrics(client, run_id: str, metrics: Dict[str, Series]) -> None:
              for key, (steps, values) in metrics.items() for s, v in zip(steps, values)]
     for j in range(0, len(batch), 1000):
         client.log_batch(run_id, metrics=batch[j:j + 1000])
-
-
-def _insert_sql(tracking_uri: str, histories: Dict[str, Dict[str, Series]]) -> None:
-    import sqlite3
-
-    from harness.reports.history_sql import sqlite_path
-
-    path = sqlite_path(tracking_uri)
-    if path is None:
-        raise ValueError(f"bulk_sql=True needs a sqlite:/// tracking URI, got {tracking_uri!r}")
-    rows, latest = [], []
-    for run_id, metrics in histories.items():
-        for key, (steps, values) in metrics.items():
-            for s, v in zip(steps, values):
-                v = float(v)  # stored as MLflow stores it: NaN as 0 + is_nan, ±inf as ±max float
-                stored = 0.0 if math.isnan(v) else max(min(v, MAX_FLOAT), -MAX_FLOAT)
-                rows.append((key, stored, 1_700_000_000_000 + int(s), run_id, int(s),
-                             int(math.isnan(v))))
-            if len(steps):
-                latest.append(rows[-1][:3] + (rows[-1][4], rows[-1][5], run_id))
-    with sqlite3.connect(path) as con:
-        con.executemany("INSERT INTO metrics (key, value, timestamp, run_uuid, step, is_nan) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", rows)
-        con.executemany("INSERT OR REPLACE INTO latest_metrics (key, value, timestamp, step, is_nan, run_uuid) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", latest)

@@ -58,7 +58,7 @@ def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: st
     import tempfile
 
     from harness.config.composed import PREFLIGHTED_ENV, save_jobs
-    from harness.tracking.sweep_callback import NAMED_SWEEP_ENV
+    from harness.sweeps.tracking_callback import NAMED_SWEEP_ENV
 
     worst = 0
     folder = str(sweep_dir.relative_to(sweep_dir.parents[2]))
@@ -77,7 +77,7 @@ def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: st
 
 def finish(spec: SweepSpec, sweep_dir: Path) -> None:
     """Close the sweep's parent run and build its reports."""
-    from harness.tracking.sweep_callback import PARENT_FILE, close_parent
+    from harness.sweeps.tracking_callback import PARENT_FILE, close_parent
 
     if (sweep_dir / PARENT_FILE).is_file():
         try:

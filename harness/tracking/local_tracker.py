@@ -33,6 +33,10 @@ class Tracker:
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         pass
 
+    def where(self) -> str:
+        """Where the run is recorded, for the run's first line."""
+        return f"not tracked in MLflow (tracking=none); metrics in {self.run_dir / 'metrics.jsonl'}"
+
     def flush(self) -> None:
         """Wait until every logged metric is recorded (no-op: metrics.jsonl is written synchronously)."""
 

@@ -17,6 +17,10 @@ CLIENT_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
 }
+QUIETED_LOGGERS = {
+    "urllib3.connectionpool": logging.ERROR,
+    "mlflow.utils.async_logging.async_logging_queue": logging.CRITICAL,
+}
 # MLflow error codes that mean "this record is wrong", not "the store is away": retrying cannot help, so
 # the record is skipped with a warning. Anything else (refused connection, timeout, 5xx, bad credentials)
 # is an outage: the record is spooled and uploaded later.
@@ -30,13 +34,18 @@ _warned_lock = threading.Lock()
 def apply_client_defaults() -> None:
     """Short MLflow HTTP retries and timeout, so an outage costs seconds, not minutes (user's env wins).
 
-    urllib3's own "Retrying ..." warnings are silenced too (unless the user set that logger's level): the
-    harness says once what an outage means for the run, rather than three lines per failed call."""
+    urllib3's own "Retrying ..." warnings and the errors of MLflow's asynchronous logging queue (the tracker
+    waits on its calls and spools what failed) are silenced too, unless the user set those loggers' levels:
+    the harness says once what an outage means for the run, rather than lines per failed call."""
+    from harness.tracking.quiet import quiet_libraries
+
+    quiet_libraries()
     for name, value in CLIENT_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    retries_log = logging.getLogger("urllib3.connectionpool")
-    if retries_log.level == logging.NOTSET:
-        retries_log.setLevel(logging.ERROR)
+    for name, level in QUIETED_LOGGERS.items():
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(level)
 
 
 def is_rejected(err: BaseException) -> bool:

@@ -3,7 +3,8 @@
     python -m harness status [--experiment NAME] [--sweep SWEEP_ID] [--watch] [--stale-after S]
     python -m harness repair [--experiment NAME] [--sweep SWEEP_ID] [--stale-after S] [--dry-run]
 
-Both read the default store (<HARNESS_OUTPUT_ROOT or .>/mlruns.db) unless given --tracking-uri. A RUNNING
+Both read --tracking-uri, else MLFLOW_TRACKING_URI, else the default store (<HARNESS_OUTPUT_ROOT or .>/mlruns.db),
+and the experiment --experiment, else MLFLOW_EXPERIMENT_NAME, else harness. A RUNNING
 run whose heartbeat (tag `harness.heartbeat`, refreshed every ~30 s) is older than --stale-after is shown
 STALE: its process died without closing it (SIGKILL, OOM, a lost node). `repair` marks those KILLED."""
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
 from harness.tracking.params import scrub
-from harness.tracking.store import default_uri
+from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
 from harness.tracking.ui import runs_url
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -81,13 +82,15 @@ def format_table(rows: List[RunRow]) -> str:
 
 # -- the store ---------------------------------------------------------------------------------------------
 def open_client(uri: Optional[str]):
-    """A client for --tracking-uri, or for the default store, which must already exist (never created here)."""
+    """A client for --tracking-uri (else MLFLOW_TRACKING_URI), or for the default store, which must already
+    exist (never created here)."""
     from mlflow.tracking import MlflowClient
 
     from harness.tracking.outage import apply_client_defaults
 
     apply_client_defaults()
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    uri = uri or os.environ.get(URI_ENV)
     if uri is None:
         uri = default_uri()
         if not Path(uri[len("sqlite:///"):]).is_file():
@@ -123,9 +126,11 @@ def _header(parents: list, jobs: list, now: float, stale_after: float) -> str:
 
 
 def _common_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--experiment", default="harness", help="experiment name (default: harness)")
+    parser.add_argument("--experiment", default=os.environ.get(EXPERIMENT_ENV) or "harness",
+                        help="experiment name (default: MLFLOW_EXPERIMENT_NAME, else harness)")
     parser.add_argument("--sweep", help="a sweep id (<date>/<time>, tag harness.sweep_id)")
-    parser.add_argument("--tracking-uri", help="default: sqlite:///<HARNESS_OUTPUT_ROOT or .>/mlruns.db")
+    parser.add_argument("--tracking-uri", help="default: MLFLOW_TRACKING_URI, else "
+                                               "sqlite:///<HARNESS_OUTPUT_ROOT or .>/mlruns.db")
     parser.add_argument("--stale-after", type=float, default=None,
                         help="seconds without heartbeat before a RUNNING run is presumed dead (default: 6 beats, "
                              "at least 180)")

@@ -4,7 +4,7 @@ Concurrent first creation of an MLflow SQLite store races on its schema migratio
 a file lock in the output folder that also serialises separate invocations: `ensure_experiment` (a job's
 tracker, the sweep's parent run) and `python -m harness server`. For jobs submitted through submitit (Slurm)
 the CLI creates the stores up front (`prepare_stores`), so an unreachable store is reported before anything
-is submitted; jobs run on this machine create theirs in their tracking sidecar, while they start training."""
+is submitted; jobs run on this machine create theirs when their tracker opens the run."""
 from __future__ import annotations
 
 import fcntl
@@ -35,13 +35,18 @@ def output_root(cfg: DictConfig) -> Path:
     return Path(cfg.output_root).expanduser().resolve()
 
 
+URI_ENV = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+
+
 def tracking_uri(cfg: DictConfig) -> str:
-    if cfg.tracking.uri:
-        return cfg.tracking.uri
-    return default_uri(output_root(cfg))
+    """As every MLflow tool: `tracking.uri=` (command line, or tracking=server), else MLFLOW_TRACKING_URI, else
+    the default SQLite store in the output root."""
+    return cfg.tracking.uri or os.environ.get(URI_ENV) or default_uri(output_root(cfg))
 
 
 def experiment_name(cfg: DictConfig) -> str:
+    """`tracking.experiment=`, else `experiment_name` (conf/config.yaml: MLFLOW_EXPERIMENT_NAME, else harness)."""
     return cfg.tracking.experiment or cfg.experiment_name
 
 
@@ -120,7 +125,7 @@ def prepare_stores(configs: Iterable[DictConfig]) -> None:
     """Create every store that jobs submitted elsewhere will write to, once, before any of them starts.
 
     Jobs run on this machine (LOCAL_LAUNCHERS) are left to create theirs (`ensure_experiment`, in their
-    tracking sidecar): the CLI does not wait on MLflow for them."""
+    tracker): the CLI does not wait on MLflow for them."""
     seen = set()
     for cfg in configs:
         if cfg.tracking.backend != "mlflow" or cfg.launcher.name in LOCAL_LAUNCHERS:

@@ -1,12 +1,11 @@
 """A run's tracking handle. Every metric also goes to `<run_dir>/metrics.jsonl`, so a run keeps its record
-even without MLflow; with MLflow the steps' metrics go to the store in batches.
+even without MLflow; with MLflow the steps' metrics go to the store through MLflow's own asynchronous
+logging (`MlflowClient.log_batch(..., synchronous=False)`), so a training step never waits on the store.
 
-MLflow metric logging is asynchronous: `log_metrics` writes metrics.jsonl and queues the step for a
-background writer thread, so a training step never waits on the store's commits. The writer sends what
-is queued as one `log_batch` in step order, at most once every HARNESS_METRICS_INTERVAL_S seconds
-(default 5): each MLflow call costs tens of ms of CPU (SQLAlchemy), which a run on a busy machine would
-otherwise pay on every step; a local SQLite store gets the same rows from sqlite3 (`sqlite_metrics`) for
-a fraction of that. `flush()` waits until every queued step is in the store (or spooled); the trainer
+`log_metrics` keeps the step in memory and, at most once every HARNESS_METRICS_INTERVAL_S seconds
+(default 5; 0: every step), hands what is kept to MLflow as one asynchronous `log_batch`: each MLflow call
+costs milliseconds of CPU (SQLAlchemy), which a run on a busy machine would otherwise pay on every step.
+`flush()` waits on the calls' RunOperations until every step is in the store (or spooled); the trainer
 calls it before it writes a checkpoint (so a resumed run, which skips the steps the store already has,
 never misses one), and `finish()` calls it before the run is closed (also on SIGTERM or failure).
 
@@ -16,13 +15,13 @@ up every beat, so a short outage heals by itself; otherwise `python -m harness s
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from harness.tracking.env_seconds import env_seconds
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
@@ -31,20 +30,19 @@ from harness.tracking.outage import apply_client_defaults, describe, is_rejected
 from harness.tracking.params import scrub
 from harness.tracking.signals import deferred_signals
 from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
-from harness.tracking.sqlite_metrics import SqliteMetrics
 from harness.tracking.sync import (MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH, PARENT_TAG, PARENT_UID_TAG, UID_TAG,
                                    SpoolBusy, SpoolUpload, find_run_by_uid)
 
 log = logging.getLogger("harness")
 
 STEP_TAG = "harness.step"
-MAX_METRICS_PER_BATCH = 1000  # MLflow's log_batch limit
+MAX_METRICS_PER_BATCH = 999  # MLflow's log_batch limit is 1000 entities, the step tag is one
 INTERVAL_ENV = "HARNESS_METRICS_INTERVAL_S"
 DEFAULT_INTERVAL_S = 5.0
 
 
 def metrics_interval() -> float:
-    """Seconds between the metrics writer's calls: HARNESS_METRICS_INTERVAL_S (>= 0), default 5."""
+    """Seconds between the asynchronous metrics calls: HARNESS_METRICS_INTERVAL_S (>= 0), default 5."""
     return env_seconds(INTERVAL_ENV, DEFAULT_INTERVAL_S, allow_zero=True)
 
 
@@ -69,16 +67,17 @@ class MlflowTracker(Tracker):
         self.spool = Spool(self.run_dir / SPOOL_DIR)
         self.offline = False
         self.client = None
+        self.experiment_id: Optional[str] = None
         self._lock = threading.RLock()
         self._upload: Optional[SpoolUpload] = None
         self._finishing = False
-        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()  # (step, ts, values) or None: stop
-        self._writer: Optional[threading.Thread] = None
-        self._writer_lock = threading.Lock()
-        self._wake = threading.Event()  # flush() / finish(): send now, without waiting for the interval
+        self._queued: List[tuple] = []  # (step, timestamp ms, values) kept for the next send
+        self._queue_lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._last_send = -float("inf")
         self._interval = metrics_interval()
-        self.writer_cpu_s = 0.0  # CPU seconds the writer thread spent sending (for the benchmarks)
-        self._sqlite = SqliteMetrics(spec.tracking_uri)  # a local SQLite store's metrics, without SQLAlchemy
+        self._pending: "deque[tuple]" = deque()  # (steps, RunOperations or None) sent, not yet confirmed
+        self._settle_lock = threading.Lock()
         try:
             from mlflow.tracking import MlflowClient
 
@@ -94,6 +93,17 @@ class MlflowTracker(Tracker):
                    lambda: self.client.set_tag(self.run_id, "harness.run_dir", dir_tag["harness.run_dir"]))
         self._heartbeat = Heartbeat(self._beat, name="heartbeat").start()
 
+    def where(self) -> str:
+        from harness.tracking.ui import runs_url
+
+        s = self.spec
+        if self.offline:
+            return (f"tracking store {scrub(s.tracking_uri)} unreachable: recording to {self.spool.folder} "
+                    f"(experiment {s.experiment_name})")
+        url = runs_url(s.tracking_uri, self.experiment_id) if self.experiment_id else None
+        return f"tracked in {scrub(s.tracking_uri)}, experiment {s.experiment_name}, mlflow run {self.run_id}" + (
+            f" ({url})" if url else "")
+
     def _open_run(self, client_class, experiment_id: Callable[[], str], resume_run_id: Optional[str]) -> None:
         if resume_run_id:
             self.client = client_class(tracking_uri=self.spec.tracking_uri)
@@ -103,7 +113,7 @@ class MlflowTracker(Tracker):
             return
         # experiment_id() first: it creates a fresh local store under a lock, and so would a client
         # (MlflowClient opens a SQLite store on construction), so no client may come before it.
-        experiment = experiment_id()
+        experiment = self.experiment_id = experiment_id()
         self.client = client_class(tracking_uri=self.spec.tracking_uri)
         parent_uid = self.create_tags.get(PARENT_UID_TAG)
         if parent_uid and PARENT_TAG not in self.create_tags:  # a parent created late (after an outage)
@@ -161,86 +171,84 @@ class MlflowTracker(Tracker):
         history = self.client.get_metric_history(self.run_id, "train/reward")
         return max((m.step for m in history), default=-1)
 
-    def _remote_log_metrics(self, metrics: Dict[str, float], step: int, timestamp_ms: Optional[int] = None) -> None:
-        """Queue the step for the writer thread (the caller only pays for the float conversion); its timestamp
-        is now unless the step was logged earlier elsewhere (a sidecar's job)."""
-        with self._writer_lock:  # not self._lock: a catch-up upload holds that one, a step must not wait
-            if self._writer is None or not self._writer.is_alive():
-                self._writer = threading.Thread(target=self._write_loop, name="harness-metrics", daemon=True)
-                self._writer.start()
-        self._queue.put((step, timestamp_ms or now_ms(), {k: float(v) for k, v in metrics.items()}))
+    def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
+        """Keep the step for the next send (the caller only pays for the float conversion); the steps kept
+        go to MLflow's asynchronous logging once HARNESS_METRICS_INTERVAL_S has passed since the last send."""
+        item = (step, now_ms(), {k: float(v) for k, v in metrics.items()})
+        with self._queue_lock:
+            self._queued.append(item)
+            due = time.monotonic() - self._last_send >= self._interval
+        if due:
+            self._send_queued()
 
-    def flush(self) -> None:
-        """Wait until every queued step is in the store, or in the spool when the store is away."""
-        if self._writer is None:
-            return
-        done = self._queue.all_tasks_done
-        while True:
-            self._wake.set()  # again each round: the writer clears it when it starts a call
-            with done:
-                if not self._queue.unfinished_tasks:
-                    return
-                done.wait(0.05)
+    def _send_queued(self) -> None:
+        """Hand the kept steps to MLflow's asynchronous logging (`log_batch(..., synchronous=False)`) in
+        calls of <= MAX_METRICS_PER_BATCH metrics, tagged with their highest step; spool them when offline."""
+        with self._send_lock:  # one sender at a time (a step, a flush, a beat): the calls keep step order
+            with self._queue_lock:
+                steps, self._queued = self._queued, []
+                self._last_send = time.monotonic()
+            self._hand_over(steps)
 
-    def _write_loop(self) -> None:
-        last = -float("inf")
-        while True:
-            items = [self._queue.get()]
-            wait = last + self._interval - time.monotonic()
-            if wait > 0 and items[0] is not None:
-                self._wake.wait(wait)  # set by a flush: send what is queued now
-            self._wake.clear()
-            last = time.monotonic()
-            while True:  # everything queued meanwhile goes in the same call
+    def _hand_over(self, steps: List[tuple]) -> None:
+        for chunk in _chunks(steps):
+            with self._lock:
+                if self.offline:
+                    for op in _metric_ops(chunk):
+                        self.spool.append(op)
+                    continue
                 try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            steps = [item for item in items if item is not None]
-            started = time.thread_time()
-            try:
-                if steps:
-                    self._write_metrics(steps)
-            except Exception as err:  # never lose the thread; _write_metrics already spools on errors
-                log.debug("tracking: metrics writer error: %s", err)
-            finally:
-                self.writer_cpu_s += time.thread_time() - started
-                for _ in items:
-                    self._queue.task_done()
-            if len(steps) < len(items):
-                return
+                    operation = self._log_steps(chunk, synchronous=False)
+                except Exception as err:  # the queue refused the call (shutting down): send it ourselves
+                    log.debug("tracking: asynchronous logging unavailable (%s); sending synchronously", err)
+                    operation = None
+                self._pending.append((chunk, operation))
 
-    def _write_metrics(self, steps: list) -> None:
-        """Send queued steps as few store calls (<= MAX_METRICS_PER_BATCH metrics each), in order."""
-        chunk, count = [], 0
-        for item in steps + [None]:
-            if item is not None and (not chunk or count + len(item[2]) <= MAX_METRICS_PER_BATCH):
-                chunk.append(item)
-                count += len(item[2])
-                continue
-            ops = [{"op": "metrics", "step": step, "ts": ts, "values": values} for step, ts, values in chunk]
-            if len(chunk) == 1:
-                self._send(lambda: ops[0], lambda: self._log_steps(chunk))
-            else:
-                self._send_steps(chunk, ops)
-            if item is not None:
-                chunk, count = [item], len(item[2])
-
-    def _log_steps(self, steps: list) -> None:
-        """One store call for `steps`, tagged with their highest step: sqlite3 when it can, else `log_batch`."""
+    def _log_steps(self, steps: list, synchronous: bool = True):
+        """One `log_batch` for `steps`, tagged with their highest step (asynchronous: its RunOperations)."""
         from mlflow.entities import Metric, RunTag
 
-        tags = {STEP_TAG: str(max(step for step, _, _ in steps))}
-        if not self._sqlite.log(self.run_id, steps, tags):
-            batch = [Metric(k, v, ts, step) for step, ts, values in steps for k, v in values.items()]
-            self.client.log_batch(self.run_id, metrics=batch, tags=[RunTag(k, v) for k, v in tags.items()])
+        batch = [Metric(k, v, ts, step) for step, ts, values in steps for k, v in values.items()]
+        tag = [RunTag(STEP_TAG, str(max(step for step, _, _ in steps)))]
+        return self.client.log_batch(self.run_id, metrics=batch, tags=tag, synchronous=synchronous)
 
-    def _send_steps(self, chunk: list, ops: list) -> None:
-        """`_send` for several steps in one call: all spooled when the store is away; when the store refuses
-        the call, the steps are sent one by one so that only a refused step is skipped."""
+    def flush(self) -> None:
+        """Return once every step logged so far is in the store, or in the spool when the store is away."""
+        self._send_queued()
+        self._settle()
+
+    def _settle(self) -> None:
+        """Wait for the asynchronous calls in order. A call that failed is sent again synchronously, which
+        tells a refused record (skipped, with a warning) from an outage (the run goes offline and spools
+        it and every step after it). Then the step tag is set once more to the highest step settled: MLflow
+        before 3.18 may apply asynchronous calls out of order, and the last tag written wins."""
+        settled = -1
+        with self._settle_lock:
+            while True:
+                with self._lock:
+                    if not self._pending:
+                        break
+                    chunk, operation = self._pending[0]  # left in place until settled: a SIGTERM may cut the wait
+                try:
+                    if operation is None:
+                        raise RuntimeError("not sent")
+                    operation.wait()
+                except Exception as err:
+                    log.debug("tracking: an asynchronous metrics call failed: %s", describe(err))
+                    with self._lock:
+                        self._pending.popleft()
+                    self._resend(chunk)
+                else:
+                    with self._lock:
+                        self._pending.popleft()
+                settled = max(settled, max(step for step, _, _ in chunk))
+            if settled >= 0:
+                self._send(None, lambda: self.client.set_tag(self.run_id, STEP_TAG, str(settled)))
+
+    def _resend(self, chunk: list) -> None:
         with self._lock:
             if self.offline:
-                for op in ops:
+                for op in _metric_ops(chunk):
                     self.spool.append(op)
                 return
         try:
@@ -248,13 +256,19 @@ class MlflowTracker(Tracker):
                 self._log_steps(chunk)
         except Exception as err:
             if is_rejected(err):
-                for item, op in zip(chunk, ops):
-                    self._send(lambda op=op: op, lambda item=item: self._log_steps([item]))
+                for item in chunk if len(chunk) > 1 else ():
+                    self._send(lambda item=item: _metric_ops([item])[0], lambda item=item: self._log_steps([item]))
+                if len(chunk) == 1:
+                    warn_once(f"rejected:{describe(err)}", f"tracking: the store refused a record, skipped: "
+                                                           f"{describe(err)}")
                 return
             with self._lock:
                 self._go_offline(err)
-                for op in ops:
+                for op in _metric_ops(chunk):
                     self.spool.append(op)
+                while self._pending:  # sent after the failed one: spooled too (sync skips what landed)
+                    for op in _metric_ops(self._pending.popleft()[0]):
+                        self.spool.append(op)
 
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         self._send(lambda: self.spool.artifact_op(Path(path), artifact_path),
@@ -269,6 +283,8 @@ class MlflowTracker(Tracker):
         if self.offline:
             self._catch_up()
         else:
+            self._send_queued()  # steps kept while training was quiet (a long evaluation)
+            self._settle()
             self._send(None, lambda: self.client.set_tag(self.run_id, HEARTBEAT_TAG, str(now_s())))
 
     def _catch_up(self) -> bool:
@@ -297,10 +313,6 @@ class MlflowTracker(Tracker):
         # spool busy and the exit would cut that upload short
         self._heartbeat.stop(timeout=30)
         self.flush()
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join(timeout=30)
-        self._sqlite.close()
         super().finish(status, scrub(error) if error else error)
         if error:
             self.log_text(error, "error.txt")
@@ -310,3 +322,21 @@ class MlflowTracker(Tracker):
         if self.offline and not self._catch_up():
             log.info("tracking: %d records of this run wait in %s; upload them with: python -m harness sync %s",
                      self.spool.pending(), self.spool.folder, self.run_dir)
+
+
+def _chunks(steps: List[tuple]) -> Iterator[List[tuple]]:
+    """Consecutive steps in groups of at most MAX_METRICS_PER_BATCH metrics (a larger step alone)."""
+    chunk: List[tuple] = []
+    count = 0
+    for item in steps:
+        if chunk and count + len(item[2]) > MAX_METRICS_PER_BATCH:
+            yield chunk
+            chunk, count = [], 0
+        chunk.append(item)
+        count += len(item[2])
+    if chunk:
+        yield chunk
+
+
+def _metric_ops(steps: List[tuple]) -> List[Dict[str, Any]]:
+    return [{"op": "metrics", "step": step, "ts": ts, "values": values} for step, ts, values in steps]

@@ -1,21 +1,37 @@
-"""The MLflow UI view of a harness experiment: the runs table with the columns that tell runs apart.
+"""The MLflow UI view of a harness experiment: a training experiment whose runs table shows the columns
+that tell runs apart, and runs with short readable names.
 
-MLflow 3's UI keeps table columns in browser state; a "shared view" (experiment tag
-`mlflow.sharedViewState.<key>`, opened with `?viewStateShareKey=<key>`) carries them in the store instead,
-so one link shows every sweep's runs with their objective, threshold and headline metrics:
+- MLflow 3.18's UI starts in its GenAI mode (a traces overview, no runs) unless the link says
+  `workflowType=machine_learning`, and within that mode opens an experiment by its kind (experiment tag
+  `mlflow.experimentKind`). Harness experiments are marked `custom_model_development` and the links the
+  harness prints ask for the machine-learning mode, so they open on the runs table.
+- The UI keeps table columns in browser state; a "shared view" (experiment tag
+  `mlflow.sharedViewState.<key>`, opened with `?viewStateShareKey=<key>`) carries them in the store instead,
+  so one link shows every sweep's runs with their objective, threshold, precision, seed and headline metrics:
 
-    http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness
+    http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness&workflowType=machine_learning
+
+- A run is named `dppo δ=0.1 s0` (objective, its threshold, precision when not fp32, seed); the overrides
+  that made it are its description (tag `mlflow.note.content`) and tag `harness.overrides`.
 
 Sweep jobs are nested under their parent run (click a parent's [+] to list them)."""
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Dict, Optional
+
+from omegaconf import DictConfig
 
 VIEW_KEY = "harness"
 VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
-PARAM_COLUMNS = ("algo.name", "algo.delta", "precision.name", "seed")
-METRIC_COLUMNS = ("train/reward", "eval/accuracy")
+KIND_TAG = "mlflow.experimentKind"
+TRAINING_KIND = "custom_model_development"  # the UI's "machine learning" kind (vs genai_development)
+TRAINING_MODE = "workflowType=machine_learning"  # the UI's mode, read from the link (default: genai)
+PARAM_COLUMNS = ("algo.name", "algo.delta", "algo.relax_alpha", "algo.eps", "precision.name", "seed")
+METRIC_COLUMNS = ("eval/accuracy", "eval/best_accuracy", "train/reward")
+# An objective's threshold parameters, as the papers write them.
+SYMBOLS = (("delta", "δ"), ("relax_alpha", "α"), ("eps", "ε"), ("trunc_c", "c"))
+DEFAULT_PRECISION = "fp32"
 
 
 def default_view() -> str:
@@ -24,7 +40,9 @@ def default_view() -> str:
 
 
 def set_default_view(client, experiment_id: str) -> None:
-    """Store the harness view on the experiment (cheap; overwrites an older version of it)."""
+    """Mark the experiment a training experiment and store the harness view on it (cheap; overwrites an
+    older version)."""
+    client.set_experiment_tag(experiment_id, KIND_TAG, TRAINING_KIND)
     client.set_experiment_tag(experiment_id, VIEW_TAG, default_view())
 
 
@@ -32,4 +50,31 @@ def runs_url(tracking_uri: str, experiment_id: str) -> Optional[str]:
     """The UI link of the experiment's runs table, for a tracking server (None for a local store)."""
     if not tracking_uri.startswith(("http://", "https://")):
         return None
-    return f"{tracking_uri.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}"
+    return f"{tracking_uri.rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}&{TRAINING_MODE}"
+
+
+def _number(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def display_name(cfg: DictConfig) -> str:
+    """`dppo δ=0.1 s0`: the objective, its threshold (a relaxation α only when on), the precision when not
+    fp32, and the seed."""
+    algo = cfg.algo
+    parts = [str(algo.name)]
+    for key, symbol in SYMBOLS:
+        value = algo.get(key)
+        if value is None or (key == "relax_alpha" and not value):
+            continue
+        parts.append(f"{symbol}={_number(value)}")
+    precision = str(cfg.precision.name)
+    if precision != DEFAULT_PRECISION:
+        parts.append(precision)
+    parts.append(f"s{cfg.seed}")
+    return " ".join(parts)
+
+
+def description_tags(overrides: str) -> Dict[str, str]:
+    """The overrides that made a run (already free of secrets), as its description in the UI and a tag."""
+    shown = " ".join(overrides.split(",")) if overrides else "(defaults)"
+    return {"harness.overrides": overrides, "mlflow.note.content": f"python -m harness {shown}"}

@@ -1,7 +1,9 @@
 """The MLflow UI, in headless Chromium, after a 4-run sweep tracked on `python -m harness server`: the
-experiment's runs table (harness view: `?viewStateShareKey=harness`) lists the sweep's parent with the
-algo.name / algo.delta columns and, expanded, its four jobs under it with their values; a job's metric
-chart renders. Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser (or the test's tmp folder)."""
+experiment is a training experiment (its plain link opens on the runs, not on GenAI traces); the runs
+table (harness view: `?viewStateShareKey=harness`) shows the objective, δ and final eval accuracy columns,
+the sweep's parent and, expanded, its four jobs under it with short readable names (`dppo δ=0.1 s0`) and
+their values; a job's metric chart renders. Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser
+(or the test's tmp folder)."""
 from __future__ import annotations
 
 import json
@@ -11,11 +13,11 @@ import pytest
 from chromium import DevTools, artifacts_dir, one_shot
 from tracking_helpers import Server, free_port
 
-from harness.tracking.ui import runs_url
+from harness.tracking.ui import KIND_TAG, TRAINING_KIND, TRAINING_MODE, runs_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.tracking.sweep_callback.SweepTracking"
+CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.sweeps.tracking_callback.SweepTracking"
 CHART_METRIC = "train/entropy"
 EXPANDER = ("[row-id='{id}'] button[data-component-id*='runnamecellrenderer']",
             "[row-id='{id}'] [col-id='attributes.`Run Name`'] button")
@@ -47,6 +49,7 @@ def tracked_sweep(tmp_path, run_harness):
 
         client = MlflowClient(tracking_uri=server.url)
         experiment = client.get_experiment_by_name("harness")
+        assert experiment.tags.get(KIND_TAG) == TRAINING_KIND
         runs = client.search_runs([experiment.experiment_id])
         yield server, experiment.experiment_id, runs
     finally:
@@ -62,13 +65,21 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
     assert len(children) == 4
     url = runs_url(server.url, experiment_id)
 
+    assert sorted(c.info.run_name for c in children) == ["dppo δ=0.1 s0", "dppo δ=0.2 s0", "drpo δ=0.1 s0",
+                                                          "drpo δ=0.2 s0"]
     dom = one_shot(chromium, url, "--dump-dom")  # the standard flags: the parent, and the harness columns
     (out / "runs_table.html").write_text(dom)
-    for text in ("algo.name", "algo.delta", parent.info.run_name[:30]):
+    for text in ("algo.name", "algo.delta", "eval/accuracy", parent.info.run_name[:30]):
         assert text in dom, f"{text!r} not in the runs table"
+
+    plain = one_shot(chromium, f"{server.url}/#/experiments/{experiment_id}?{TRAINING_MODE}", "--dump-dom")
+    (out / "experiment_page.html").write_text(plain)
+    assert parent.info.run_name[:30] in plain, "the experiment's own link opens on its runs (a training experiment)"
 
     page = DevTools(chromium, url)
     try:
+        page._loop.run_until_complete(page._call("Emulation.setDeviceMetricsOverride", width=2200, height=900,
+                                                 deviceScaleFactor=1, mobile=False))  # every column on screen
         page.wait_for(lambda: parent.info.run_name[:30] in page.text(), "the parent run")
         clicked = page.evaluate("(() => { for (const s of %s) { const b = document.querySelector(s);"
                                 " if (b) { b.click(); return true; } } return false; })()"
@@ -80,7 +91,10 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
                               ".map(e => e.getAttribute('row-id'))")
         for child in children:
             text = row_text(page, child.info.run_id)
+            assert child.info.run_name in text, f"the name is cut or missing: {text}"
             assert child.data.params["algo.name"] in text and child.data.params["algo.delta"] in text, text
+            accuracy = child.data.metrics["eval/accuracy"]
+            assert f"{accuracy:g}"[:4] in text or str(round(accuracy, 3))[:4] in text, (accuracy, text)
             assert order.index(child.info.run_id) > order.index(parent.info.run_id), "jobs sit under the parent"
     finally:
         page.close()

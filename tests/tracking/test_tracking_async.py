@@ -1,9 +1,10 @@
-"""The MLflow tracker's background metrics writer: steps are queued by `log_metrics`, sent in order as few
-store calls (`_log_steps`: sqlite3 or `log_batch`), and all in the store after `flush()` / `finish()`; when
-the store is away they are spooled."""
+"""The MLflow tracker's metrics go through MLflow's asynchronous logging: steps are kept by `log_metrics`,
+handed to `log_batch(..., synchronous=False)` in order as few calls, and all in the store after `flush()` /
+`finish()`; a call the store refuses skips only the refused step; when the store is away they are spooled."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -20,25 +21,34 @@ def _tracker(tmp_path, uri):
                          experiment_id=lambda: get_or_create_experiment(MlflowClient(uri), "async", None))
 
 
-def test_steps_are_queued_then_flushed_in_few_calls(tmp_path, monkeypatch):
+def _spy_on_log_batch(tracker, monkeypatch) -> list:
+    """Record the metrics calls the tracker makes (the real calls still happen)."""
+    calls = []
+    real = tracker.client.log_batch
+
+    def log_batch(run_id, metrics=(), *args, **kwargs):
+        if metrics:
+            calls.append((kwargs.get("synchronous"), sorted({m.step for m in metrics}), len(metrics)))
+        return real(run_id, metrics, *args, **kwargs)
+
+    monkeypatch.setattr(tracker.client, "log_batch", log_batch)
+    return calls
+
+
+def test_steps_are_kept_then_sent_asynchronously_in_few_calls(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "30")  # nothing is sent before the flush
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     tracker = _tracker(tmp_path, uri)
-    calls = []
-    log_steps = tracker._log_steps
-    monkeypatch.setattr(tracker, "_log_steps", lambda steps: (calls.append(steps), log_steps(steps))[1])
+    calls = _spy_on_log_batch(tracker, monkeypatch)
     tracker.log_metrics({f"m/{k}": 1 + k / 100 for k in range(30)}, step=1)
-    deadline = time.time() + 30
-    while not calls and time.time() < deadline:  # the first step goes at once
-        time.sleep(0.01)
-    assert len(calls) == 1
+    assert calls == [(False, [1], 30)], "the first step goes at once, asynchronously"
     for step in range(2, 41):
         tracker.log_metrics({f"m/{k}": step + k / 100 for k in range(30)}, step=step)
     time.sleep(0.3)
     assert len(calls) == 1, "the next steps wait for the interval (or a flush)"
     tracker.flush()
-    assert len(calls) == 3, "39 steps x 30 metrics: at most 1000 metrics per call"
-    assert sum(len(values) for steps in calls for _, _, values in steps) == 40 * 30
+    assert [c[0] for c in calls] == [False] * 3, "39 steps x 30 metrics: at most 999 metrics per call"
+    assert [s for c in calls for s in c[1]] == list(range(1, 41)) and sum(c[2] for c in calls) == 40 * 30
     client = MlflowClient(uri)
     run = client.get_run(tracker.run_id)
     assert run.data.tags["harness.step"] == "40"
@@ -51,6 +61,21 @@ def test_steps_are_queued_then_flushed_in_few_calls(tmp_path, monkeypatch):
     assert [json.loads(line)["step"] for line in lines] == list(range(1, 42)), "metrics.jsonl is synchronous"
 
 
+def test_a_refused_step_is_skipped_and_the_others_recorded(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "30")
+    caplog.set_level(logging.WARNING, logger="harness")
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    tracker = _tracker(tmp_path, uri)
+    for step in range(1, 7):  # step 1 alone, steps 2-6 in one asynchronous call that the store refuses
+        tracker.log_metrics({"m": float(step), **({"bad key!?": 1.0} if step == 4 else {})}, step=step)
+    tracker.flush()
+    assert not tracker.offline, "a refused record is not an outage"
+    assert [m.step for m in MlflowClient(uri).get_metric_history(tracker.run_id, "m")] == [1, 2, 3, 5, 6]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "refused" in warnings[0], warnings
+    tracker.finish("FINISHED")
+
+
 def test_steps_queued_during_an_outage_are_spooled(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "0")
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
@@ -59,7 +84,7 @@ def test_steps_queued_during_an_outage_are_spooled(tmp_path, monkeypatch):
     def away(*args, **kwargs):
         raise ConnectionError("store away")
 
-    monkeypatch.setattr(tracker, "_log_steps", away)
+    monkeypatch.setattr(tracker.client, "log_batch", away)
     for step in range(1, 6):
         tracker.log_metrics({"m": float(step)}, step=step)
     tracker.flush()

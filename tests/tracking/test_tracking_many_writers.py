@@ -1,5 +1,6 @@
-"""Many writers at once: 8 processes x 500 steps x 10 metrics, against a `harness server` and against the
-default SQLite store (created by the writers themselves, racing). Every point arrives exactly once."""
+"""Many writers at once: 8 processes x 500 steps x 10 metrics, against a `harness server` (on its SQLite
+store, and on a real PostgreSQL database) and against the default SQLite store (created by the writers
+themselves, racing). Every point arrives exactly once."""
 from __future__ import annotations
 
 import time
@@ -39,6 +40,16 @@ def _check(uri: str, run_ids: dict) -> None:
 
 def test_eight_writers_against_the_server(server, tmp_path):
     _check(server.url, _write_concurrently(server.url, tmp_path))
+
+
+def test_eight_writers_against_the_server_on_postgresql(server_on_postgres, postgres, tmp_path):
+    _check(server_on_postgres.url, _write_concurrently(server_on_postgres.url, tmp_path))
+    import psycopg
+
+    with psycopg.connect(postgres.uri) as connection, connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM metrics")  # the points are in PostgreSQL, not in a file beside it
+        assert cursor.fetchone()[0] == WRITERS * STEPS * METRICS
+    assert not (tmp_path / "mlruns.db").exists()
 
 
 def test_eight_writers_against_a_fresh_sqlite_store(tmp_path):

@@ -31,6 +31,6 @@ def test_secrets_are_in_no_param_tag_name_or_artifact(run_harness, tmp_path):
 
     assert "launcher.params.api_token" not in run.data.params
     assert run.data.params["launcher.params.note"] == "***", "an env secret interpolated elsewhere is masked"
-    assert "api_token=***" in run.info.run_name
+    assert "api_token=***" in run.data.tags["harness.overrides"]
     assert "api_token: '***'" in (run_dir / "config.yaml").read_text()
     assert run.data.params["trainer.max_new_tokens"], "token *counts* are not secrets"

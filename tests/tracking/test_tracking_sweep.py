@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.tracking.sweep_callback.SweepTracking"
+CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.sweeps.tracking_callback.SweepTracking"
 
 
 def _runs(root):

@@ -53,7 +53,7 @@ def test_spool_ignores_an_unfinished_last_line(tmp_path):
 
 
 def test_sweep_size_counts_the_grid():
-    from harness.tracking.sweep_callback import sweep_size
+    from harness.sweeps.tracking_callback import sweep_size
 
     assert sweep_size(OmegaConf.create({}), ["algo=dppo,drpo", "delta=0.1,0.2", "debug=quick"]) == 4
 
@@ -69,3 +69,15 @@ def test_server_refuses_bad_arguments(tmp_path):
         taken = harness_tool("server", "--port", str(port), root=tmp_path)
     assert taken.returncode == 2 and f"--port={port} is not allowed" in taken.stderr
     assert not (tmp_path / "mlruns.db").exists(), "a refused server creates nothing"
+
+
+def test_run_names_are_short_and_readable():
+    from harness.tracking.ui import display_name
+
+    def cfg(algo, precision="fp32", seed=0):
+        return OmegaConf.create({"algo": algo, "precision": {"name": precision}, "seed": seed})
+
+    assert display_name(cfg({"name": "dppo", "delta": 0.1, "anchor": "rollout"})) == "dppo δ=0.1 s0"
+    assert display_name(cfg({"name": "grpo", "relax_alpha": 0.0}, "bf16", 3)) == "grpo bf16 s3"
+    assert display_name(cfg({"name": "grpo", "relax_alpha": 0.1})) == "grpo α=0.1 s0"
+    assert display_name(cfg({"name": "spo", "eps": 12.5}, seed=2)) == "spo ε=12.5 s2"

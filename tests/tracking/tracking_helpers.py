@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,8 +28,9 @@ def free_port() -> int:
 class Server:
     """`python -m harness server` in a folder; start() waits for its ready line, stop() sends SIGTERM."""
 
-    def __init__(self, root: Path, port: int):
+    def __init__(self, root: Path, port: int, backend_store_uri: Optional[str] = None):
         self.root, self.port, self.url = root, port, f"http://127.0.0.1:{port}"
+        self.backend = ["--backend-store-uri", backend_store_uri] if backend_store_uri else []
         self.proc: Optional[subprocess.Popen] = None
         self.log = root / f"server-{port}.log"
         self.group: Optional[int] = None
@@ -37,7 +40,7 @@ class Server:
         env = {**os.environ, **QUIET_ENV, "HARNESS_OUTPUT_ROOT": str(self.root)}
         offset = self.log.stat().st_size if self.log.is_file() else 0  # a restart appends to the same log
         handle = open(self.log, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness", "server", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness", "server", "--port", str(self.port), *self.backend],
                                      cwd=self.root, env=env, stdout=handle, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -68,6 +71,46 @@ class Server:
                 return code
             time.sleep(0.2)
         raise AssertionError(f"MLflow server processes (group {self.group}) outlived `harness server`")
+
+
+class Postgres:
+    """A throwaway PostgreSQL server (Debian's binaries): initdb in a fresh folder, started on a free loopback
+    port with trust authentication for the user `harness`, one database `mlflow`; stop() removes it all.
+    As root, the server runs as the `postgres` system user (PostgreSQL refuses to run as root)."""
+
+    def __init__(self, bin_dir: Path):
+        self.bin_dir, self.port = bin_dir, free_port()
+        self.folder = Path(tempfile.mkdtemp(prefix="harness-pg-"))
+        self.data, self.log = self.folder / "data", self.folder / "server.log"
+        self.uri = f"postgresql://harness@127.0.0.1:{self.port}/mlflow"
+        self._as_user: List[str] = []
+        if os.geteuid() == 0:
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.folder, "postgres")
+
+    @staticmethod
+    def binaries() -> Optional[Path]:
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+        return found[-1].parent if found else None
+
+    def _run(self, tool: str, *args: str) -> None:
+        proc = subprocess.run([*self._as_user, str(self.bin_dir / tool), *args], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, f"{tool} failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+
+    def start(self) -> "Postgres":
+        self._run("initdb", "-D", str(self.data), "-U", "harness", "--auth=trust", "--encoding=UTF8", "-N")
+        options = f"-p {self.port} -h 127.0.0.1 -k {self.folder} -c fsync=off -c max_connections=200"
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "harness", "mlflow")
+        return self
+
+    def stop(self) -> None:
+        try:
+            if (self.data / "postmaster.pid").is_file():
+                self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def writer_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -5,7 +5,7 @@ Registered in conf/config.yaml:
     hydra:
       callbacks:
         sweep_tracking:
-          _target_: harness.tracking.sweep_callback.SweepTracking
+          _target_: harness.sweeps.tracking_callback.SweepTracking
 
 The parent holds the sweep definition (`sweep.yaml`: the task overrides), the sweep size (tag
 `harness.sweep_size`, for `python -m harness status --watch`) and, when the sweep ends, its status
@@ -25,9 +25,10 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from harness.tracking.run_tracker import PARENT_FILE
+
 log = logging.getLogger("harness")
 
-PARENT_FILE = "parent_run.json"
 # Set by `python -m harness sweep` for the multiruns of its grids, which share one folder and parent run.
 NAMED_SWEEP_ENV = "HARNESS_NAMED_SWEEP"
 SWEEP_FILE = "sweep.yaml"

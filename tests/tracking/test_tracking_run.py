@@ -1,12 +1,10 @@
-"""The tracking sidecar (harness/tracking/sidecar.py): a job's MLflow run is recorded by a separate process.
-What lands in the store is what the in-process tracker records; flush() and finish() are synchronous; stop
-signals to the process group close the run as KILLED; a SIGKILLed job leaves its run RUNNING with what it
-sent; a resumed run skips the steps the store has; a sidecar that cannot start or dies is replaced by an
-in-process tracker without losing a step. Real SQLite stores and real processes throughout."""
+"""A job's MLflow run (harness/tracking/run_tracker.py, tracker.py): params, metrics, artifacts and status
+land in the store; flush() and finish() return once the store has every step; stop signals to the process
+group close the run as KILLED with nothing lost; a SIGKILLed job leaves its run RUNNING with what it had
+flushed; a resumed run skips the steps the store has. Real SQLite stores and real processes throughout."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -18,7 +16,8 @@ from mlflow.tracking import MlflowClient
 
 from harness.config.compose import compose
 from harness.config.validate import validate
-from harness.tracking import MlflowTracker, SidecarTracker, open_tracker
+from harness.tracking import MlflowTracker, open_tracker
+from harness.trainers.checkpoint import resumed_run_id
 from tracking_helpers import runs_of, wait_until
 
 KEYS = ("train/reward", "train/loss", "eval/accuracy")
@@ -49,40 +48,28 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
-def _record_one_run(root: Path, run_dir: Path, artifact: Path):
-    tracker = open_tracker(_config(root), run_dir, run_name="same")
+def test_the_store_gets_params_metrics_artifacts_and_status(tmp_path):
+    artifact = tmp_path / "table.csv"
+    artifact.write_text("a,b\n1,2\n")
+    tracker = open_tracker(_config(tmp_path), tmp_path / "run", run_name="same")
+    assert isinstance(tracker, MlflowTracker)
     _log(tracker, range(0, 6))
     tracker.log_artifact(artifact, "extra")
     tracker.log_text("a note", "note.txt")
     tracker.finish("FINISHED")
-    return tracker
-
-
-def test_the_store_gets_what_the_in_process_tracker_records(tmp_path, monkeypatch):
-    artifact = tmp_path / "table.csv"
-    artifact.write_text("a,b\n1,2\n")
-    trackers = {}
-    for mode in ("1", "0"):
-        monkeypatch.setenv("HARNESS_TRACKING_SIDECAR", mode)
-        trackers[mode] = _record_one_run(tmp_path, tmp_path / f"run{mode}", artifact)
-    sidecar, in_process = trackers["1"], trackers["0"]
-    assert isinstance(sidecar, SidecarTracker) and isinstance(in_process, MlflowTracker)
-    assert sidecar._proc.returncode == 0, "finish() returns once the sidecar has exited"
 
     client = MlflowClient(_uri(tmp_path))
-    ours, theirs = client.get_run(sidecar.run_id), client.get_run(in_process.run_id)
-    assert ours.info.status == theirs.info.status == "FINISHED"
-    assert ours.data.params == theirs.data.params and len(ours.data.params) > 50
-    assert set(ours.data.tags) == set(theirs.data.tags)
-    assert ours.data.tags["harness.step"] == "5" and ours.info.run_name == "same"
-    for key in KEYS:
-        history = [[(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
-                   for run in (ours, theirs)]
-        assert history[0] == history[1] and len(history[0]) == 6
-    listed = [sorted(a.path for a in client.list_artifacts(run.info.run_id)) for run in (ours, theirs)]
-    assert listed[0] == listed[1] == ["config.yaml", "extra", "note.txt"]
-    for name in ("metrics.jsonl", "status.txt"):
-        assert (tmp_path / "run1" / name).read_text() == (tmp_path / "run0" / name).read_text()
+    run = client.get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.info.run_name == "dppo δ=0.15 s0"
+    assert run.data.tags["harness.overrides"] == "same" and "same" in run.data.tags["mlflow.note.content"]
+    assert len(run.data.params) > 50 and run.data.params["algo.name"] == "dppo"
+    assert run.data.tags["harness.step"] == "5" and run.data.tags["harness.run_dir"] == str(tmp_path / "run")
+    for i, key in enumerate(KEYS):
+        history = [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
+        assert sorted(history) == [(step, step + i / 10) for step in range(6)]
+    assert sorted(a.path for a in client.list_artifacts(run.info.run_id)) == ["config.yaml", "extra", "note.txt"]
+    assert (tmp_path / "run" / "status.txt").read_text() == "FINISHED\n"
+    assert len((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == 6
 
 
 def test_flush_returns_once_the_store_has_every_step_and_finish_once_the_run_is_closed(tmp_path, monkeypatch):
@@ -94,7 +81,6 @@ def test_flush_returns_once_the_store_has_every_step_and_finish_once_the_run_is_
         tracker.flush()
         assert _steps(uri, tracker.run_id) == list(range(1, 31 + 30 * burst))
     tracker.finish("FAILED", error="boom")
-    assert tracker._proc.returncode == 0
     assert MlflowClient(uri).get_run(tracker.run_id).info.status == "FAILED"
     assert (tmp_path / "run" / "status.txt").read_text() == "FAILED\n"
     assert (tmp_path / "run" / "error.txt").read_text() == "boom"
@@ -110,8 +96,8 @@ def test_a_resumed_run_skips_the_steps_the_store_has(tmp_path):
     (checkpoints / "last.pt").write_bytes(b"")
     (checkpoints / "last.json").write_text(json.dumps({"step": 4, "run_id": first.run_id}))
 
-    again = open_tracker(_config(tmp_path, f"trainer.resume={tmp_path / 'first'}"), tmp_path / "again",
-                         run_name="resumed")
+    resumed = _config(tmp_path, f"trainer.resume={tmp_path / 'first'}")
+    again = open_tracker(resumed, tmp_path / "again", run_name="resumed", resume_run_id=resumed_run_id(resumed))
     _log(again, range(5, 10))  # steps 5 and 6 recomputed after the checkpoint, then new ones
     again.finish("FINISHED")
     assert again.run_id == first.run_id and again.skip_through_step == 6
@@ -121,42 +107,6 @@ def test_a_resumed_run_skips_the_steps_the_store_has(tmp_path):
         assert _steps(uri, run.info.run_id, key) == list(range(1, 10)), key
     recomputed = [json.loads(line)["step"] for line in (tmp_path / "again" / "metrics.jsonl").read_text().splitlines()]
     assert recomputed == [5, 6, 7, 8, 9], "metrics.jsonl keeps every step the job computed"
-
-
-def test_a_sidecar_that_cannot_start_is_replaced_in_process(tmp_path, monkeypatch, caplog):
-    monkeypatch.setenv("HARNESS_SIDECAR_PYTHON", str(tmp_path / "no-such-python"))
-    caplog.set_level(logging.WARNING, logger="harness")
-    tracker = open_tracker(_config(tmp_path), tmp_path / "run", run_name="fallback")
-    _log(tracker, range(1, 11))
-    tracker.flush()
-    tracker.finish("FINISHED")
-    (run,) = runs_of(_uri(tmp_path), "harness")
-    assert run.info.status == "FINISHED" and run.info.run_id == tracker.run_id
-    assert _steps(_uri(tmp_path), run.info.run_id) == list(range(1, 11))
-    assert "config.yaml" in [a.path for a in MlflowClient(_uri(tmp_path)).list_artifacts(run.info.run_id)]
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "could not start" in warnings[0], warnings
-
-
-def test_a_sidecar_killed_mid_run_is_replaced_without_losing_a_step(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="harness")
-    tracker = open_tracker(_config(tmp_path), tmp_path / "run", run_name="replaced")
-    _log(tracker, range(1, 11))
-    tracker.flush()
-    opened = tracker.run_id
-    _log(tracker, range(11, 16))  # not confirmed yet: the job repeats them
-    os.kill(tracker._proc.pid, signal.SIGKILL)
-    tracker._proc.wait(60)
-    _log(tracker, range(16, 21))
-    tracker.flush()
-    tracker.finish("FINISHED")
-    assert tracker.run_id == opened, "the job continues the run the sidecar opened"
-    (run,) = runs_of(_uri(tmp_path), "harness")
-    assert run.info.status == "FINISHED"
-    for key in KEYS:
-        assert _steps(_uri(tmp_path), opened, key) == list(range(1, 21)), key
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "killed by SIGKILL" in warnings[0], warnings
 
 
 def _start_job(run_harness, *args: str, env=None) -> subprocess.Popen:
@@ -177,13 +127,12 @@ def test_a_stop_signal_to_the_process_group_ends_the_run_killed_with_nothing_los
     try:
         wait_until(lambda: len(list(run_harness.root.glob("outputs/*/*/metrics.jsonl"))) == 1
                    and len(_jsonl_steps(next(run_harness.root.glob("outputs/*/*")))) >= 10, "ten steps", 300)
-        os.killpg(job.pid, signum)  # the job and its sidecar alike, as Slurm's preemption or Ctrl-C does
+        os.killpg(job.pid, signum)  # the whole process group, as Slurm's preemption or Ctrl-C does
         output, _ = job.communicate(timeout=300)
     finally:
         job.kill()
     assert job.returncode != 0
-    wait_until(lambda: _group_gone(job.pid), "the sidecar to exit", 60)
-    assert "sidecar" not in output, "the sidecar outlived the signal and closed the run itself"
+    wait_until(lambda: _group_gone(job.pid), "the job's processes to exit", 60)
     run_dir = next(run_harness.root.glob("outputs/*/*"))
     uri = _uri(run_harness.root)
     (run,) = runs_of(uri, "harness")
@@ -194,18 +143,16 @@ def test_a_stop_signal_to_the_process_group_ends_the_run_killed_with_nothing_los
         assert "SIGTERM" in (run_dir / "error.txt").read_text()
 
 
-def test_a_sigkilled_job_leaves_its_run_running_and_the_sidecar_exits(run_harness):
+def test_a_sigkilled_job_leaves_its_run_running_with_what_it_flushed(run_harness):
     job = _start_job(run_harness, "debug=quick", "trainer.steps=20", "trainer.checkpoint_every=3",
                      env={"HARNESS_FAULT_KILL_AT_STEP": "7", "HARNESS_METRICS_INTERVAL_S": "60",
                           "HARNESS_HEARTBEAT_S": "0.5"})
-    output, _ = job.communicate(timeout=600)  # the sidecar holds the same pipe: this returns once it exited
+    output, _ = job.communicate(timeout=600)
     assert job.returncode == -signal.SIGKILL, output[-3000:]
-    wait_until(lambda: _group_gone(job.pid), "the sidecar to exit", 60)
-    assert "sidecar" not in output
     uri = _uri(run_harness.root)
     (run,) = runs_of(uri, "harness")
     assert run.info.status == "RUNNING", "only `repair` closes a run whose job was SIGKILLed"
-    # flushed at step 6; step 7 too if its batch had left the job (the sidecar records what it got at EOF)
+    # flushed at step 6 (the checkpoint); step 7 too if its call had left the job before the kill
     assert _steps(uri, run.info.run_id) in (list(range(1, 7)), list(range(1, 8)))
     beat = run.data.tags["harness.heartbeat"]
     time.sleep(2)
@@ -214,16 +161,8 @@ def test_a_sigkilled_job_leaves_its_run_running_and_the_sidecar_exits(run_harnes
     assert not (next(run_harness.root.glob("outputs/*/*")) / "status.txt").exists()
 
 
-@pytest.mark.parametrize("value", ["yes", "2"])
-def test_the_sidecar_switch_is_checked(tmp_path, monkeypatch, value):
-    monkeypatch.setenv("HARNESS_TRACKING_SIDECAR", value)
-    with pytest.raises(ValueError, match=f"HARNESS_TRACKING_SIDECAR='{value}' is not allowed"):
-        open_tracker(_config(tmp_path), tmp_path / "run", run_name="switch")
-
-
 def test_metric_timestamps_are_when_the_job_logged_them(tmp_path, monkeypatch):
-    monkeypatch.setenv("HARNESS_TRACKING_SIDECAR", "1")
-    monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "30")  # the records wait in the job until the flush
+    monkeypatch.setenv("HARNESS_METRICS_INTERVAL_S", "30")  # the steps wait in the job until the flush
     tracker = open_tracker(_config(tmp_path), tmp_path / "run", run_name="stamps")
     logged = []
     for step in (1, 2):
