@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "hydra_plugins")
@@ -110,6 +109,5 @@ def test_no_import_cycle_outside_tracking():
     assert outside == [], f"import cycles: {outside}"
 
 
-@pytest.mark.xfail(strict=False, reason="tracking/run_tracker <-> sidecar: removed with the sidecar (#17, tracking)")
 def test_the_import_graph_has_no_cycle():
     assert cycles(import_graph()) == []
