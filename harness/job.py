@@ -92,6 +92,16 @@ def _traceback_to_log_file(name: str, text: str) -> None:
             pass
 
 
+def _reason(err: BaseException) -> str:
+    """One line for a failure: the exception, and the root of its chain when that differs (torch's
+    RuntimeError over the OSError of a full disk)."""
+    root = err
+    while (root.__cause__ or root.__context__) is not None:
+        root = root.__cause__ or root.__context__
+    reason = f"{type(err).__name__}: {err}"
+    return reason if root is err else f"{reason} (caused by {type(root).__name__}: {root})"
+
+
 def _close_detached_parent(sweep_dir: str) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
@@ -152,7 +162,7 @@ def run_job(cfg: DictConfig) -> JobResult:
         RESULTS.append(result)
         raise
     except Exception as err:  # a failing run must not take down the sweep
-        result.status, result.error = "FAILED", scrub(f"{type(err).__name__}: {err}")
+        result.status, result.error = "FAILED", scrub(_reason(err))
         _close(tracker, result, "FAILED", traceback.format_exc())
         _traceback_to_log_file(name, scrub(traceback.format_exc()))
         log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")

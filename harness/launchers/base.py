@@ -143,6 +143,9 @@ class HarnessLauncher(Launcher):
         if any(o.startswith("trainer.resume=") for o in overrides):
             return None
         run_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
+        status = run_dir / "status.txt"
+        if status.is_file() and status.read_text().strip() == "FINISHED":
+            return None  # nothing to continue: the job runs afresh (skip-finished then finds the finished run)
         return run_dir if checkpoint_paths(run_dir)[0].is_file() else None
 
 

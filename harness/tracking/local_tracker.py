@@ -41,11 +41,13 @@ class Tracker:
         """Wait until every logged metric is recorded (no-op: metrics.jsonl is written synchronously)."""
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
-        if error:
-            (self.run_dir / "error.txt").write_text(error)
-        (self.run_dir / "status.txt").write_text(status + "\n")
-        if self._metrics_file is not None:
-            self._metrics_file.close()
+        try:
+            (self.run_dir / "status.txt").write_text(status + "\n")  # first: a few bytes that say how it ended
+            if error:
+                (self.run_dir / "error.txt").write_text(error)
+        finally:
+            if self._metrics_file is not None:
+                self._metrics_file.close()
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
         pass

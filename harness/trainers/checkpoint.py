@@ -62,7 +62,10 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
     digest: Dict[str, str] = {}
 
     def write_state(tmp: Path) -> None:
-        torch.save(state, tmp)
+        # our own file object: a failed save (disk full) closes it at once, so removing the partial file frees
+        # its space before the run's end is recorded (torch's writer on a path stays open with the traceback)
+        with open(tmp, "wb") as handle:
+            torch.save(state, handle)
         digest["sha256"] = file_sha256(tmp)
 
     _write_atomically(state_path, write_state)

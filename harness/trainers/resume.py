@@ -136,5 +136,5 @@ def _default_spec(overrides: Sequence[str]) -> DictConfig:
     from harness.config.validate import validate
 
     kept = [o for o in overrides if _how_it_runs(_override_key(o))]
-    return validate(compose(kept, cache=True))
+    return validate(compose(kept))
 
