@@ -92,7 +92,7 @@ def test_status_refuses_bad_input(tmp_path):
 
 
 def test_a_sigkilled_training_run_is_repaired_as_killed(run_harness):
-    killed = run_harness("debug=quick", env={"HARNESS_FAULT_KILL_AT_STEP": "2", **FAST_BEAT})
+    killed = run_harness("debug=quick", "trainer.checkpoint_every=2", env={"HARNESS_FAULT_KILL_AT_STEP": "2", **FAST_BEAT})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     uri = f"sqlite:///{run_harness.root / 'mlruns.db'}"
     (run,) = runs_of(uri, "harness")
