@@ -51,11 +51,18 @@ def pytest_terminal_summary(terminalreporter):
 FOLDER_MARKERS = {"e2e": "e2e", "slurm": "slurm", "browser": "browser", "verl": "verl"}
 
 
+# Fixtures that run the harness end to end (its command line in a subprocess, a real run or sweep): a test
+# that uses one is end-to-end wherever it lives.
+END_TO_END_FIXTURES = ("run_harness",)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts and parts[0] in FOLDER_MARKERS:
             item.add_marker(FOLDER_MARKERS[parts[0]])
+        if any(name in getattr(item, "fixturenames", ()) for name in END_TO_END_FIXTURES):
+            item.add_marker("e2e")
 
 
 @pytest.fixture(scope="session")
