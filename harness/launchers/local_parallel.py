@@ -22,22 +22,40 @@ def _run_pickled(payload: bytes) -> JobReturn:
     import cloudpickle
 
     launcher, overrides, idx, state = cloudpickle.loads(payload)
-    ret = launcher.run_one(overrides, idx, state)
+    try:
+        ret = launcher.run_one(overrides, idx, state)
+    finally:
+        if os.getppid() != _DRIVER_PID:  # the driver died (its SIGTERM closed this job's run KILLED): no one
+            _leave()                     # will send more work, and the task queue never reports its end
     ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
     return ret
 
 
+_DRIVER_PID = os.getppid()  # in a worker: set again when it starts (`_QuickExitProcess.run`)
+
+
+def _leave() -> None:
+    """End this worker now, its output flushed, without finalizing the interpreter."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
 class _QuickExitProcess(multiprocessing.context.SpawnProcess):
-    """A worker whose loop ended normally leaves without finalizing the interpreter: tearing down torch's,
+    """A worker dies with the driver (SIGTERM when the driver dies, even by SIGKILL). A worker whose loop
+    ended normally leaves without finalizing the interpreter: tearing down torch's,
     MLflow's and SQLAlchemy's modules took ~2 s at the end of every sweep, which the driver waited for.
     Its jobs have closed their runs and files by then; logging and stdio are flushed here."""
 
     def run(self) -> None:
+        from harness.parent_death import die_with_parent
+
+        global _DRIVER_PID
+        _DRIVER_PID = os.getppid()
+        die_with_parent()  # a driver killed even by SIGKILL takes its workers along: their runs end KILLED
         super().run()
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os._exit(0)
+        _leave()
 
 
 class _QuickExitSpawnContext(multiprocessing.context.SpawnContext):

@@ -27,7 +27,6 @@ from harness.tracking.store import default_root, default_uri, folder_lock
 BACKEND_SCHEMES = ("sqlite", "postgresql")
 READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class BadArgument(Exception):
@@ -94,16 +93,12 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends it SIGTERM when this process dies, even by SIGKILL, and
-    the child (`harness.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness
-    server` holding the port (Linux; elsewhere only a clean stop stops it)."""
-    try:
-        import ctypes
+    """In the child, before exec: SIGTERM when this process dies, even by SIGKILL; the child
+    (`harness.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness server`
+    holding the port."""
+    from harness.parent_death import die_with_parent
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    die_with_parent(signal.SIGTERM)
 
 
 def _stop(process: subprocess.Popen) -> None:
