@@ -155,6 +155,9 @@ def main(argv=None) -> int:
                               builtin_s_per_step=median(bigger["builtin_s"]), trl_s_per_step=median(bigger["trl_s"]),
                               **bigger["setup"]))
         steps.update({f"bigger_{k}": bigger[k] for k in ("builtin_s", "trl_s")})
+    else:
+        figures.append(skipped(f"{NAME}.step_speedup_bigger", "--quick measures the default shape only", TARGET,
+                               BASELINE + " (hidden 128, 4 layers, arithmetic)"))
     write_figures(args.json, NAME, figures, steps=steps)
     return 0
 

@@ -44,7 +44,8 @@ class Benchmark:
 
 BENCHMARKS: Dict[str, Benchmark] = {
     "trainer_vs_trl": Benchmark("bench_trainer_vs_trl.py", ["trainer_vs_trl.step_speedup",
-                                                            "trainer_vs_trl.tokens_per_s"]),
+                                                            "trainer_vs_trl.tokens_per_s",
+                                                            "trainer_vs_trl.step_speedup_bigger"]),
     "compute_efficiency": Benchmark("bench_compute_efficiency.py", ["compute_efficiency.step"]),
     "overhead": Benchmark("bench_overhead.py", ["overhead.run_fraction"]),  # --cfg job figure: retired (#17)
     "tracking": Benchmark("bench_tracking.py", ["tracking.step_fraction", "tracking.batch_vs_per_metric"]),
