@@ -118,5 +118,5 @@ def test_detached_sweep_then_status(slurm_cluster, run_harness):
     status = run_harness("status", "--sweep", sweep_id, "--watch", "--interval", "2", timeout=300)
     assert status.returncode == 0, status.stdout[-2000:] + status.stderr[-2000:]
     assert "2 runs: 2 finished" in status.stdout
-    for name in ("algo=dppo", "algo=drpo"):
+    for name in ("dppo δ=0.15 s0", "drpo δ=12.5 s0"):  # the runs' MLflow names (objective, threshold, seed)
         assert name in status.stdout
