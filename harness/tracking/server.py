@@ -58,22 +58,21 @@ def _check_port_free(host: str, port: int) -> None:
 
 def prepare_database(uri: str, artifact_root: str) -> None:
     """Create the MLflow schema of an empty database, or migrate an old one, before anyone else uses it."""
-    from mlflow.store.db import utils as db_utils
+    from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     lock_folder = Path(uri[len("sqlite:///"):]).parent if uri.startswith("sqlite:///") else default_root()
     if uri.startswith("sqlite:///"):
         lock_folder.mkdir(parents=True, exist_ok=True)
     with folder_lock(lock_folder):
-        engine = db_utils.create_sqlalchemy_engine(uri)
         try:
-            if db_utils._all_tables_exist(engine) and \
-                    db_utils._get_schema_version(engine) != db_utils._get_latest_schema_revision():
-                print(f"harness server: migrating {scrub(uri)} to the current MLflow schema", flush=True)
-                db_utils._upgrade_db(engine)
-        finally:
-            engine.dispose()
-        SqlAlchemyStore(uri, artifact_root)  # creates the tables of an empty database and the default experiment
+            SqlAlchemyStore(uri, artifact_root)  # creates the tables of an empty database and the default experiment
+        except MlflowException as err:
+            if "out-of-date database schema" not in str(err):
+                raise
+            print(f"harness server: migrating {scrub(uri)} to the current MLflow schema", flush=True)
+            subprocess.run([sys.executable, "-m", "mlflow", "db", "upgrade", uri], check=True, capture_output=True)
+            SqlAlchemyStore(uri, artifact_root)
 
 
 def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
