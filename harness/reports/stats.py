@@ -1,5 +1,5 @@
 """Intervals for reports, on scipy.stats: Student-t intervals over seeds (intersected with the measure's
-possible range), scipy's bootstrap, per-step bands over runs, pooled seed noise.
+possible range), scipy's bootstrap, per-step bands over runs.
 
 A measure's bounds (accuracy in [0, 1], a mismatch ≥ 0) hold for its mean too, so intersecting an
 interval with them keeps its coverage and keeps every band inside the figure's axis. Decisions (tests,
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import stats
@@ -118,13 +118,3 @@ def mean_curve(curves: Sequence[Tuple[np.ndarray, np.ndarray]], confidence: floa
     low, high = clip(low, high, bounds)
     return steps, mean, low, high, n
 
-
-def pooled_std(groups: Dict[object, Sequence[float]]) -> Tuple[Optional[float], int]:
-    """Within-group (seed) standard deviation pooled over groups with n >= 2, and its degrees of freedom."""
-    num, dof = 0.0, 0
-    for values in groups.values():
-        x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
-        if len(x) >= 2:
-            num += float(((x - x.mean()) ** 2).sum())
-            dof += len(x) - 1
-    return (math.sqrt(num / dof), dof) if dof else (None, 0)

@@ -4,6 +4,8 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     alpha: 0.05            # one-sided, per question (effect / opposite / equivalence)
     power: 0.8             # the target the printed seed counts are computed for
     last_k: 3              # evaluations averaged into an accuracy outcome
+    sesoi: 0.05            # smallest effect of interest for reports that decide without declared tests
+                           # (the sensitivity report: does the threshold matter?); default 0.05
     seeds: auto            # or a list; auto needs a budget
     budget: {runs: 72, per_round: 2, max_seeds: 12}   # and/or minutes: 90
     tests:
@@ -62,6 +64,7 @@ class Design:
     seeds: Any = None  # "auto" | list of seeds | None (whatever the grids say)
     budget: Optional[Budget] = None
     tests: Tuple[TestSpec, ...] = field(default_factory=tuple)
+    sesoi: Optional[float] = None
 
     @property
     def adaptive(self) -> bool:
@@ -108,6 +111,10 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         raise bad("'power'", f"is {power}; allowed: 0 < power < 1")
     if last_k < 1:
         raise bad("'last_k'", f"is {last_k}; allowed: an integer ≥ 1")
+    report_sesoi = data.pop("sesoi", None)
+    if report_sesoi is not None and (isinstance(report_sesoi, bool) or not isinstance(report_sesoi, (int, float))
+                                     or not report_sesoi > 0):
+        raise bad("'sesoi'", f"is {report_sesoi!r}; allowed: a number > 0 (smallest effect of interest)")
     seeds = data.pop("seeds", None)
     if seeds is not None and seeds != "auto" and not (isinstance(seeds, list) and seeds):
         raise bad("'seeds'", f"is {seeds!r}; allowed: auto or a non-empty list of seeds")
@@ -152,7 +159,7 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
-    design = Design(alpha, power, last_k, seeds, budget, tuple(tests))
+    design = Design(alpha, power, last_k, seeds, budget, tuple(tests), None if report_sesoi is None else float(report_sesoi))
     for test in design.tests:
         if test.method != "fisher":
             continue

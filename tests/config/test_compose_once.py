@@ -3,10 +3,6 @@ config (harness.config.composed) and the job its validated spec."""
 from __future__ import annotations
 
 import collections
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 

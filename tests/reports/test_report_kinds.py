@@ -45,6 +45,12 @@ def test_sensitivity_states_method_and_verdict(sweeps, built):
     assert "Student-t interval" in md and "t(0.975, n−1)" in md
     assert "**dppo: " in md and "**drpo: " in md
     assert "| dppo | δ | 0.1 | 2 |" in md and "| drpo | δ | 0.2 | 2 |" in md
+    assert "SESOI ±0.05 accuracy, α 0.05, power target 0.8" in md  # declared defaults (not a named sweep)
+    verdicts = [line for line in md.splitlines() if line.startswith("**dppo: ") or line.startswith("**drpo: ")]
+    assert len(verdicts) == 2 and all(any(w in v for w in ("sensitive", "insensitive", "undecided")) for v in verdicts)
+    assert "| dppo | δ=0.1 − δ=0.2 | 2 |" in md  # the pairwise contrast, paired over the 2 seeds
+    if any("undecided" in v for v in verdicts):  # the exact command for the missing seeds, from multirun.yaml
+        assert "python -m harness multirun algo=dppo,drpo delta=0.1,0.2" in md and "'seed=range(2," in md
 
 
 def test_geometry_contrasts_the_sweep_with_the_library_default(sweeps, built):
@@ -93,7 +99,7 @@ def test_missing_data_is_said_not_fatal(shared_store, tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     sens = (out / "sensitivity" / "summary.md").read_text()
     assert "one finished seed — no confidence interval" in sens and "not finished" in sens
-    assert "one seed per value, so it cannot be compared with seed noise" in sens
+    assert "undecided to δ — fewer than 2 threshold values with ≥ 2 finished seeds: no test" in sens
     overview = (out / "overview" / "summary.md").read_text()
     assert "FloatingPointError: non-finite loss nan at step 9" in overview and "RUNNING" in overview
     stability = (out / "stability" / "summary.md").read_text()

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.reports.stats import bootstrap_interval, mean_curve, pooled_std, t_interval, t_quantile
+from harness.reports.stats import bootstrap_interval, mean_curve, t_interval, t_quantile
 
 # Student-t 97.5% quantiles (two-sided 95%), as printed in every t table / scipy.stats.t.ppf.
 T975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977934,
@@ -55,12 +55,6 @@ def test_mean_curve_aligns_steps_and_bands_only_with_two_runs():
     assert np.isnan(low[1]) and high[0] == pytest.approx(2.0 + 12.706204736174698 * math.sqrt(2) / math.sqrt(2))
 
 
-def test_pooled_std_golden():
-    std, dof = pooled_std({0.1: [0.5, 0.7], 0.2: [0.2, 0.4, 0.6], 0.3: [0.9]})
-    assert dof == 3 and std == pytest.approx(math.sqrt((0.02 + 0.08) / 3))
-    assert pooled_std({0.1: [0.5]}) == (None, 0)
-
-
 def test_sensitivity_numbers_from_a_synthetic_mlflow_store(shared_store):
     """Final accuracies written through MlflowClient come back as the golden mean and t-interval."""
     from harness.reports.collect import collect
@@ -84,4 +78,3 @@ def test_sensitivity_numbers_from_a_synthetic_mlflow_store(shared_store):
                                           pytest.approx(0.848413771175, abs=1e-9))
     ci = t_interval(by_delta[0.2])  # n = 2: t = 12.706, s = 0.0707
     assert ci.half_width == pytest.approx(12.706204736174698 * 0.05, abs=1e-9)
-    assert pooled_std(by_delta)[0] == pytest.approx(math.sqrt((0.02 + 0.005) / 3))

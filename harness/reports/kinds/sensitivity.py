@@ -2,25 +2,29 @@
 t-intervals over seeds, learning curves per threshold, and a verdict on how much δ matters."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+import shlex
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from harness.reports import plots
+from harness.reports import plots, threshold_effect
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour, shades
-
-MARKERS = "osD^v<>"
+from harness.reports.outcomes import per_seed
 from harness.reports.registry import ReportKind
-from harness.reports.stats import T_METHOD, pooled_std, t_interval
+from harness.reports.stats import T_METHOD, t_interval
 from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
 
-VERDICT_RULE = ("Verdict rule: spread = largest minus smallest mean final accuracy across thresholds; noise = "
-                "seed standard deviation pooled over thresholds with ≥ 2 finished seeds. spread/noise < 1: "
-                "insensitive (the threshold matters less than the seed); 1–3: moderately sensitive; > 3: "
-                "strongly sensitive.")
+MARKERS = "osD^v<>"
+
+VERDICT_RULE = ("Verdict per objective (harness/reports/threshold_effect.py): every pair of threshold values is a "
+                "contrast of mean final accuracy, paired over the seeds both share. Sensitive: some pair differs by "
+                "more than the SESOI (|c| > SESOI shown, Holm over the pairs). Insensitive: every pair shown within "
+                "±SESOI (two one-sided tests; all must hold, so no correction). Sensitive (size undecided): a "
+                "difference is shown (Holm), its size against the SESOI is not. Undecided: none of these; the page "
+                "gives the seeds per value that 80% power needs and the command that runs them.")
 
 
 def _groups(data: SweepData) -> Dict:
@@ -36,22 +40,51 @@ def needs(data: SweepData) -> Optional[str]:
     return "needs an objective run at ≥ 2 values of its threshold (δ, or ε for SPO), e.g. delta=0.1,0.2"
 
 
-def verdict(by_value: Dict[float, List[float]], symbol: str) -> str:
-    """One sentence: how sensitive final accuracy is to the threshold, relative to seed noise."""
-    means = {v: float(np.mean(x)) for v, x in by_value.items() if len(x)}
-    if len(means) < 2:
-        return f"Not enough thresholds with finished runs to judge sensitivity to {symbol}."
-    spread = max(means.values()) - min(means.values())
-    best = max(means, key=means.get)
-    noise, _ = pooled_std(by_value)
-    head = f"Spread of mean final accuracy across {symbol}: {spread:.3f} (best {symbol}={fmt(best)}, {means[best]:.3f})"
-    if noise is None:
-        return head + "; one seed per value, so it cannot be compared with seed noise — run ≥ 2 seeds."
-    if noise == 0 and spread == 0:
-        return head + f"; every run reached the same accuracy — {symbol} made no difference here."
-    ratio = spread / noise if noise > 0 else np.inf
-    word = "insensitive" if ratio < 1 else ("moderately sensitive" if ratio <= 3 else "strongly sensitive")
-    return head + f"; seed noise σ = {noise:.3f}; spread/σ = {fmt(float(ratio), 2)} → {word} to {symbol}."
+def design_of(data: SweepData) -> Tuple[float, float, float, int]:
+    """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults."""
+    from harness.reports.decisions import spec_for
+
+    spec = spec_for(data)
+    if spec is None:
+        return threshold_effect.DEFAULT_SESOI, 0.05, 0.8, LAST_K
+    d = spec.design
+    return d.sesoi if d.sesoi is not None else threshold_effect.DEFAULT_SESOI, d.alpha, d.power, d.last_k
+
+
+def verdict(result: threshold_effect.ThresholdVerdict, symbol: str) -> str:
+    """One sentence: the decision on whether the threshold matters, and what it would take to decide."""
+    text = f"{result.word} to {symbol} — {result.reason}."
+    if not result.decided:
+        text += (f" Seeds per value for 80% power: {result.seeds_for_insensitive or '?'} to show insensitivity, "
+                 f"{result.seeds_for_sensitive or '?'} to detect a difference of the SESOI (now {result.seeds}).")
+    return text
+
+
+def missing_seeds_command(data: SweepData, have: int, want: int) -> str:
+    """The command that runs seeds [have, want) of this sweep: the named sweep's, else its own overrides."""
+    from harness.reports.decisions import spec_for
+
+    seeds = f"'seed=range({have},{want})'"
+    spec = spec_for(data)
+    if spec is not None:
+        return f"python -m harness sweep {spec.name} {seeds}"
+    overrides = _sweep_overrides(data)
+    if overrides is None:
+        return f"the sweep's own command with {seeds}"
+    kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed"]
+    return "python -m harness multirun " + " ".join(shlex.quote(o) for o in kept) + f" {seeds}"
+
+
+def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
+    if data.sweep_dir is None or not (data.sweep_dir / "multirun.yaml").is_file():
+        return None
+    from omegaconf import OmegaConf
+
+    try:
+        task = OmegaConf.load(data.sweep_dir / "multirun.yaml").hydra.overrides.task
+    except Exception:  # an unreadable or foreign multirun.yaml: no command rather than a wrong one
+        return None
+    return [str(o) for o in task]
 
 
 def build(data: SweepData, page: Page) -> None:
@@ -61,19 +94,20 @@ def build(data: SweepData, page: Page) -> None:
     page.text(T_METHOD + f". Final accuracy = mean of the last {LAST_K} evaluations of a run. With one finished "
               "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
-    rows, verdicts = [], []
+    sesoi, alpha, power, last_k = design_of(data)
+    page.text(f"Declared: SESOI ±{sesoi:g} accuracy, α {alpha:g}, power target {power:g}; final accuracy = mean of "
+              f"the last {last_k} evaluations.", "method")
+    rows, verdicts, pair_rows, decided = [], [], [], []
     for (objective, name), members in groups.items():
         symbol = threshold(members[0])[1]
         by_value: Dict[float, List[Run]] = {}
         for run in members:
             by_value.setdefault(threshold(run)[2], []).append(run)
-        finals: Dict[float, List[float]] = {}
         for value in sorted(by_value, key=lambda v: (v is None, v)):
             group = by_value[value]
             done = [r for r in group if r.status == "FINISHED" and summarize(data, r).final_acc is not None]
             final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
             best = t_interval([summarize(data, r).best_acc for r in done], bounds=(0.0, 1.0))
-            finals[value] = [summarize(data, r).final_acc for r in done]
             not_done = len(group) - len(done)
             if not_done:
                 statuses = ", ".join(sorted({r.status for r in group if r not in done}))
@@ -82,15 +116,59 @@ def build(data: SweepData, page: Page) -> None:
             if final.n == 1:
                 page.missing(f"{name} {symbol}={fmt(value)}: one finished seed — no confidence interval.")
             rows.append([name, symbol, value, final.n, final.mean, _ci(final), best.mean, _ci(best)])
-        verdicts.append(f"{name}: " + verdict(finals, symbol))
+        outcomes = {v: per_seed(data, runs, "final_accuracy", last_k) for v, runs in by_value.items()}
+        result = threshold_effect.decide(outcomes, sesoi, alpha, power)
+        verdicts.append(f"{name}: " + verdict(result, symbol))
+        decided.append((objective, name, symbol, result))
+        for pair in result.pairs:
+            pair_rows.append([name, f"{symbol}={fmt(pair.a)} − {symbol}={fmt(pair.b)}", pair.estimate.n,
+                              f"{pair.estimate.value:+.3f}", f"[{pair.low:+.3f}, {pair.high:+.3f}]",
+                              "paired" if pair.estimate.paired else "Welch", fmt(pair.p_differs, 3),
+                              fmt(pair.p_beyond, 3), fmt(pair.p_equivalent, 3)])
     page.heading("Verdict")
     for line in verdicts:
         page.text(line, "verdict")
+    undecided = [r for _, _, _, r in decided if not r.decided]
+    if undecided:
+        have = min(r.seeds for r in undecided)
+        want = max(have + 1, max(min(filter(None, (r.seeds_for_insensitive, r.seeds_for_sensitive)), default=have + 1)
+                                 for r in undecided))
+        page.text(f"Undecided: run the missing seeds with: {missing_seeds_command(data, have, want)}")
+    page.heading("Pairwise differences")
+    page.table(["variant", "contrast c", "seeds", "c", f"{1 - 2 * alpha:.0%} interval", "test", "p (c ≠ 0)",
+                f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)"], pair_rows)
+    _differences(page, decided, sesoi, alpha)
     page.heading("Accuracy versus threshold")
     page.table(["variant", "threshold", "value", "finished seeds", "final acc (mean)", "final 95% CI",
                 "best acc (mean)", "best 95% CI"], rows)
     _accuracy_vs_threshold(data, page, groups)
     _curves(data, page, groups)
+
+
+def _differences(page: Page, decided, sesoi: float, alpha: float) -> None:
+    """The headline figure: each pair's difference with its (1 − 2α) interval against the ±SESOI band."""
+    rows = [(objective, name, symbol, pair) for objective, name, symbol, result in decided for pair in result.pairs]
+    if not rows:
+        return
+    fig, axes = plots.grid(1, ncols=1, width=8.5, height=1.3 + 0.42 * len(rows), left=2.6)
+    ax = axes[0]
+    ax.axvspan(-sesoi, sesoi, color="#cfe3f3", zorder=0, label=f"±SESOI ({sesoi:g})")
+    ax.axvline(0, color="#000", linewidth=0.8)
+    for i, (objective, name, symbol, pair) in enumerate(rows):
+        y = len(rows) - 1 - i
+        value = pair.estimate.value
+        ax.errorbar([value], [y], xerr=[[value - pair.low], [pair.high - value]], fmt=MARKERS[i % len(MARKERS)],
+                    color=colour(objective), capsize=4, markersize=6, linewidth=1.6, zorder=3)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{name}: {symbol}={fmt(p.a)} − {symbol}={fmt(p.b)}"
+                        for _, name, symbol, p in reversed(rows)])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    plots.finish(ax, "Paired differences in final accuracy between threshold values",
+                 "difference in final eval accuracy", "", legend=True)
+    page.figure(fig, "pairwise_differences", f"Headline: each pair of threshold values' difference in mean final "
+                f"accuracy (paired over shared seeds) with its {1 - 2 * alpha:.0%} interval (the one whose ends are "
+                f"the one-sided tests at α {alpha:g}); shaded: the ±SESOI equivalence region. An interval inside "
+                "the band shows equivalence; one wholly outside it shows a difference beyond the SESOI.")
 
 
 def _ci(interval) -> Optional[str]:
