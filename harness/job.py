@@ -192,7 +192,9 @@ def _store_of(spec) -> Optional[str]:
 def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:
     """Where to see a run in the MLflow UI: its URL on a tracking server; for a local store, the store, the
     run id and the URL it has once `python -m harness server` serves that store."""
-    page = f"#/experiments/{experiment_id}/runs/{run_id}" if experiment_id else f"#/runs/{run_id}"
+    from harness.tracking.ui import TRAINING_MODE  # MLflow ≥ 3.18 opens links in its GenAI mode otherwise
+
+    page = (f"#/experiments/{experiment_id}/runs/{run_id}" if experiment_id else f"#/runs/{run_id}") + f"?{TRAINING_MODE}"
     if tracking_uri.startswith(("http://", "https://")):
         return f"{tracking_uri.rstrip('/')}/{page}"
     return (f"run {run_id} in {tracking_uri} (UI: python -m harness server --backend-store-uri {tracking_uri}, "

@@ -79,14 +79,9 @@ def selector_text(selector) -> str:
 
 
 def jobs_per_seed(spec) -> int:
-    total = 0
-    for grid in spec.grids:
-        count = 1
-        for axis, values in grid.items():
-            if axis != "seed" and isinstance(values, list):
-                count *= len(values)
-        total += count
-    return max(1, total)
+    from harness.sweeps.design import runs_per_seed
+
+    return runs_per_seed(spec.grids)
 
 
 def look_alpha(spec, n: int) -> float:
@@ -95,6 +90,16 @@ def look_alpha(spec, n: int) -> float:
         return design.alpha
     max_seeds = design.max_seeds(jobs_per_seed(spec))
     return level(n, design.budget.per_round, max_seeds, design.alpha)
+
+
+def power_alpha(spec) -> float:
+    """The α the power figure assumes: the design's α, or for `seeds: auto` the final look's share of it
+    (the level the last, decisive test runs at), so the seeds it prints are not too few."""
+    design = spec.design
+    if not design.adaptive:
+        return design.alpha
+    cap = design.max_seeds(jobs_per_seed(spec))
+    return level(cap, design.budget.per_round, cap, design.alpha)
 
 
 def evaluate(data: SweepData, spec) -> List[Outcome]:
@@ -113,8 +118,8 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         else:
             est = inference.estimate([a for _, a in arms], weights, test.offset)
             decision = inference.decide(est, test.hypothesis, test.sesoi, alpha, design.power, bounds,
-                                        arms=len(arms), alpha_power=design.alpha)
-        out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms)))
+                                        arms=len(arms), alpha_power=power_alpha(spec))
+        out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir)))
     return out
 
 
@@ -145,7 +150,7 @@ def _fisher(arms, weights, alpha) -> inference.Decision:
     return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_more, p_less, alpha, None)
 
 
-def _command(spec, decision, arms) -> Optional[str]:
+def _command(spec, decision, arms, sweep_dir=None) -> Optional[str]:
     if decision.decided:
         return None
     have = max((len(a) for _, a in arms), default=0)
@@ -153,7 +158,8 @@ def _command(spec, decision, arms) -> Optional[str]:
         cap = spec.design.max_seeds(jobs_per_seed(spec))
         if have >= cap:
             return None  # the declared budget is spent
-        return f"python -m harness sweep {spec.name}"
+        # the same sequential study, continued in its folder: a new folder would test these seeds again
+        return f"python -m harness sweep {spec.name} --continue={sweep_dir}" if sweep_dir else None
     want = max(have + 1, decision.seeds_needed or have + 1)
     return f"python -m harness sweep {spec.name} 'seed=range({have},{want})'"
 
@@ -195,14 +201,15 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     page.table(["test", "measure", "hypothesis", "contrast c", "SESOI", "c [interval at α]", "α (this look)",
                 "p (claim)", "p (against)", "verdict", f"seeds/arm for {design.power:.0%} power", "why"], rows)
     commands = [o for o in outcomes if not o.decision.decided]
+    at = f" at α {power_alpha(spec):.3g}" + (" (the final look's share)" if design.adaptive else "")
     for o in commands:
         if o.command:
             page.text(f"Undecided: {o.test.name} — the SESOI {fmt(o.test.sesoi)} needs "
-                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power; run the "
+                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power{at}; run the "
                       f"missing seeds with: {o.command}")
         else:
             page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; the SESOI needs "
-                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power.")
+                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power{at}.")
     _figure(page, outcomes)
     word, reason = overall(outcomes, design.alpha)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")

@@ -173,14 +173,14 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         effect = sesoi
     else:  # equivalent
         p_effect = max(est.p_above(-sesoi), est.p_below(sesoi))
-        p_against = 2.0 * min(est.p_above(sesoi), est.p_below(-sesoi))
+        p_against = min(1.0, 2.0 * min(est.p_above(sesoi), est.p_below(-sesoi)))
         if p_effect < alpha:
             word, why = REPRODUCED, f"|c| < {sesoi:g} shown (TOST p = {_p(p_effect)} < {alpha:.3g})"
         elif p_against < alpha:
             word, why = NOT_REPRODUCED, f"|c| > {sesoi:g} shown (p = {_p(p_against)} < {alpha:.3g}, both sides)"
         else:
             word, why = INCONCLUSIVE, (f"neither |c| < {sesoi:g} (TOST p = {_p(p_effect)}) nor |c| > {sesoi:g} "
-                                       f"(p = {_p(min(1.0, p_against))}) at {alpha:.3g}")
+                                       f"(p = {_p(p_against)}) at {alpha:.3g}")
         effect = sesoi
     needed = seeds_needed(est.sd_unit, effect, alpha_power or alpha, power, est.paired, arms) if with_power else None
     return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed)

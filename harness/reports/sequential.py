@@ -36,12 +36,12 @@ def looks(per_round: int, max_seeds: int) -> List[int]:
 
 
 def level(n: int, per_round: int, max_seeds: int, alpha: float) -> float:
-    """The α a look with n seeds per arm may use: the spending increment of the last planned look ≤ n
-    (0 before the first look)."""
+    """The α a look with n seeds per arm may use: the spending increment of the planned look whose round
+    brought the data to n, i.e. the first planned look ≥ n (a round in which some run failed ends below its
+    planned n, and must not reuse the previous look's increment, which that look already spent)."""
     planned = looks(per_round, max_seeds)
-    at = [i for i, m in enumerate(planned) if m <= n]
-    if not at:
+    if n <= 0:
         return 0.0
-    i = at[-1]
+    i = next((i for i, m in enumerate(planned) if m >= n), len(planned) - 1)
     before = planned[i - 1] / max_seeds if i else 0.0
     return spent(planned[i] / max_seeds, alpha) - spent(before, alpha)

@@ -6,11 +6,19 @@ same sweep folder, then evaluates the declared tests on everything so far at tha
 (`sequential.level`: O'Brien–Fleming-type alpha spending; the error rates hold however early it stops).
 The run budget fixes the planned maximum seeds before the first run; a minutes budget only stops early
 (a round is not started when the last round's duration would overrun it).
+
+A study stopped by its minutes budget can be continued in its own folder (`sweep <name> --continue=<folder>`):
+the rounds go on from the next planned look with the same overrides (kept in the folder's `adaptive.yaml`),
+so every look still spends only its own increment of α; testing the same seeds afresh in a new folder
+would spend α twice on them.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, Dict, List, Sequence, Tuple
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import yaml
 
 from harness.reports import inference
 from harness.reports.sequential import level, looks
@@ -30,8 +38,27 @@ def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[f
     return inference.INCONCLUSIVE, n
 
 
+STATE_FILE = "adaptive.yaml"
+
+
+def saved_state(sweep_dir: Path) -> Optional[dict]:
+    """What an adaptive study left in its folder: {"sweep", "user", "flags", "done"}; None if not one."""
+    try:
+        state = yaml.safe_load((Path(sweep_dir) / STATE_FILE).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return state if isinstance(state, dict) and {"sweep", "user", "flags", "done"} <= set(state) else None
+
+
+def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[str], done: int) -> None:
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    (Path(sweep_dir) / STATE_FILE).write_text(yaml.safe_dump(
+        {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done)}, sort_keys=False))
+
+
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
-                 clock: Callable[[], float] = time.monotonic) -> int:
+                 clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
+    """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
     from harness.reports.collect import collect
     from harness.reports.decisions import evaluate, jobs_per_seed
     from harness.reports.locate import from_sweep_dir
@@ -44,18 +71,23 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  seeds: auto — looks at "
           f"{', '.join(map(str, plan))} seeds per arm ({per_seed} runs per seed; budget {budget.runs or '∞'} runs"
           f"{f', {budget.minutes:g} min' if budget.minutes else ''}); α {design.alpha:g} spent over the looks")
-    started, worst, done, last_round = clock(), 0, 0, 0.0
+    if done:
+        print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
+    started, worst, last_round, first = clock(), 0, 0.0, True
     stop = "budget spent"
     for j, n in enumerate(plan):
+        if n <= done:
+            continue
         elapsed = (clock() - started) / 60.0
-        if budget.minutes is not None and j and elapsed + last_round > budget.minutes:
+        if budget.minutes is not None and not first and elapsed + last_round > budget.minutes:
             stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
             break
         began = clock()
         _, grids = grid_runs.prepare(spec, [*user, f"seed=range({done},{n})"])
         print(f"sweep {spec.name}: round {j + 1}: seeds {done}..{n - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
-        last_round, done = (clock() - began) / 60.0, n
+        last_round, done, first = (clock() - began) / 60.0, n, False
+        _save_state(sweep_dir, spec, user, flags, done)
         try:
             outcomes = evaluate(collect(from_sweep_dir(sweep_dir)), spec)
         except Exception as err:  # no data yet (every run failed): keep going while budget remains

@@ -22,7 +22,7 @@ def _list() -> str:
     return "\n".join(lines)
 
 
-USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach]]
+USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--continue=<folder>]]
 
 Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
 reports it feeds and its grids. Every job is validated before the first starts; the reports are built
@@ -32,6 +32,10 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
   --force       rerun jobs whose identical config already FINISHED (default: skip them)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
+  --continue=<folder>
+                a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
+                with the overrides it ran with (overrides given here are added: a launcher, not a change
+                to what a run computes), spending only the α of the looks still to come
 """
 
 
@@ -53,6 +57,9 @@ def main(argv: List[str]) -> int:
         return 2
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
+    resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]
+    if resume:
+        return _continue(spec, resume[-1].partition("=")[2], user)
     try:
         sweep_dir, grids, jobs = prepare_jobs(spec, user, flags)
     except (ConfigError, ValueError) as err:
@@ -63,3 +70,25 @@ def main(argv: List[str]) -> int:
 
         return run_adaptive(spec, sweep_dir, user, flags)
     return run(spec, sweep_dir, grids, flags, jobs)
+
+
+def _continue(spec, folder: str, user: List[str]) -> int:
+    """`--continue=<folder>`: the next rounds of an adaptive study in its own folder (sweeps/adaptive.py)."""
+    from pathlib import Path
+
+    from harness.sweeps.adaptive import run_adaptive, saved_state
+
+    state = saved_state(Path(folder)) if folder else None
+    problem = ("needs a folder: --continue=<the study's folder>" if not folder else
+               f"{folder} is not the folder of an adaptive study (no adaptive.yaml)" if state is None else
+               f"{folder} holds a study of sweep {state['sweep']!r}, not {spec.name!r}" if state["sweep"] != spec.name
+               else f"sweep {spec.name!r} is not seeds: auto" if not spec.design.adaptive else
+               "takes no seed=: the study's next rounds choose the seeds" if any(
+                   o.split("=", 1)[0].lstrip("+~") == "seed" for o in user) else None)
+    if problem:
+        print(f"harness: error: sweep {spec.name}: --continue {problem}", file=sys.stderr)
+        return 2
+    if user:  # e.g. another launcher or cache folder; what a run computes must stay the study's
+        print(f"sweep {spec.name}: overrides added to the ones the study ran with: {' '.join(user)}")
+    return run_adaptive(spec, Path(folder).resolve(), [*state["user"], *user], list(state["flags"]),
+                        done=int(state["done"]))

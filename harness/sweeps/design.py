@@ -102,9 +102,17 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     def bad(key, why):
         return ValueError(f"sweep {name!r}: {key} {why}")
 
-    alpha = float(data.pop("alpha", DEFAULT_ALPHA))
-    power = float(data.pop("power", DEFAULT_POWER))
-    last_k = int(data.pop("last_k", DEFAULT_LAST_K))
+    def number(source, key, default, kind=float, where=None):
+        value = source.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+            raise bad(f"'{where or key}'", f"is {value!r}; allowed: {'an integer' if kind is int else 'a number'}")
+        return kind(value)
+
+    alpha = number(data, "alpha", DEFAULT_ALPHA)
+    power = number(data, "power", DEFAULT_POWER)
+    last_k = number(data, "last_k", DEFAULT_LAST_K, int)
+    for key in ("alpha", "power", "last_k"):
+        data.pop(key, None)
     if not 0 < alpha < 0.5:
         raise bad("'alpha'", f"is {alpha}; allowed: 0 < alpha < 0.5")
     if not 0 < power < 1:
@@ -123,12 +131,20 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     if raw_budget is not None:
         if not isinstance(raw_budget, dict) or set(raw_budget) - {"runs", "minutes", "per_round", "max_seeds"}:
             raise bad("'budget'", "allowed keys: runs, minutes, per_round, max_seeds")
-        budget = Budget(runs=raw_budget.get("runs"), minutes=raw_budget.get("minutes"),
-                        per_round=int(raw_budget.get("per_round", 2)), max_seeds=int(raw_budget.get("max_seeds", 10)))
+        budget = Budget(
+            runs=None if raw_budget.get("runs") is None else number(raw_budget, "runs", None, int, "budget.runs"),
+            minutes=None if raw_budget.get("minutes") is None else number(raw_budget, "minutes", None,
+                                                                          where="budget.minutes"),
+            per_round=number(raw_budget, "per_round", 2, int, "budget.per_round"),
+            max_seeds=number(raw_budget, "max_seeds", 10, int, "budget.max_seeds"))
         if budget.runs is None and budget.minutes is None:
             raise bad("'budget'", "needs runs or minutes")
         if budget.per_round < 1 or budget.max_seeds < 2:
             raise bad("'budget'", "needs per_round ≥ 1 and max_seeds ≥ 2")
+        per_seed = runs_per_seed(data.get("grids") or [])
+        if budget.runs is not None and budget.runs < 2 * per_seed:
+            raise bad("'budget.runs'", f"is {budget.runs}; allowed: ≥ {2 * per_seed} (2 seeds of the {per_seed} "
+                      "runs each seed takes: no test has fewer than 2 seeds per arm)")
     if seeds == "auto" and budget is None:
         raise bad("'seeds: auto'", "needs a 'budget' (runs and/or minutes)")
     tests = []
@@ -163,13 +179,25 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     for test in design.tests:
         if test.method != "fisher":
             continue
-        n = design.max_seeds() or len(fixed_seeds(data.get("grids") or []) or [0])
+        n = design.max_seeds(runs_per_seed(data.get("grids") or [])) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
         smallest = min_fisher_p(n, n)
         if smallest >= final:
             raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
                       f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
     return design
+
+
+def runs_per_seed(grids: List[Dict[str, Any]]) -> int:
+    """Jobs one seed adds to a sweep: over its grids, the product of each grid's axis lengths (seed aside)."""
+    total = 0
+    for grid in grids:
+        count = 1
+        for axis, values in (grid or {}).items():
+            if axis != "seed" and isinstance(values, list):
+                count *= len(values)
+        total += count
+    return max(1, total)
 
 
 def fixed_seeds(grids: List[Dict[str, Any]]) -> Optional[List[Any]]:

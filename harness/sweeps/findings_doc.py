@@ -90,9 +90,13 @@ def rules_commit() -> str:
     """The last commit that changed the claim designs (sweeps/claim*.yaml): the pre-registration."""
     try:
         root = Path(__file__).resolve().parents[2]
-        out = subprocess.run(["git", "log", "-1", "--format=%h", "--", "sweeps/"], capture_output=True, text=True,
+        files = ["--", "sweeps/claim*.yaml"]
+        out = subprocess.run(["git", "log", "-1", "--format=%h", *files], capture_output=True, text=True,
                              timeout=10, cwd=root)
-        return out.stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", *files], capture_output=True, text=True,
+                               timeout=10, cwd=root)
+        commit = out.stdout.strip() or "unknown"
+        return commit + (" + uncommitted changes to the claim files" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

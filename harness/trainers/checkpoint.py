@@ -1,5 +1,6 @@
 """Checkpoints that resume a run exactly: the state goes to `<run_dir>/checkpoints/last.pt` (atomic
-rename), its SHA-256 to `last.pt.sha256` beside it (`sha256sum -c` format) and a small `last.json` says the
+rename), its SHA-256 to `last.pt.sha256` beside it (`sha256sum -c` format; while a new state replaces the
+old one it lists both) and a small `last.json` says the
 step and the tracking run to continue. `CheckpointWriter` writes them on a background thread, in order,
 after the tracking flush they wait for.
 
@@ -59,18 +60,23 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
 
     state_path, meta_path = checkpoint_paths(run_dir)
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    digest: Dict[str, str] = {}
-
-    def write_state(tmp: Path) -> None:
+    digest_file = digest_path(state_path)
+    tmp = state_path.with_name(state_path.name + ".tmp")
+    try:
         # our own file object: a failed save (disk full) closes it at once, so removing the partial file frees
         # its space before the run's end is recorded (torch's writer on a path stays open with the traceback)
         with open(tmp, "wb") as handle:
             torch.save(state, handle)
-        digest["sha256"] = file_sha256(tmp)
-
-    _write_atomically(state_path, write_state)
-    _write_atomically(digest_path(state_path),
-                      lambda tmp: tmp.write_text(f"{digest['sha256']}  {state_path.name}\n"))
+        new = file_sha256(tmp)
+        # the old and the new digest are both listed while the state is swapped, so a kill between the two
+        # renames leaves a checkpoint that verifies (old or new state), never one that reads as tampered with
+        both = dict.fromkeys([new, *recorded_digests(digest_file)])
+        _write_atomically(digest_file, lambda t: t.write_text("".join(f"{d}  {state_path.name}\n" for d in both)))
+        os.replace(tmp, state_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _write_atomically(digest_file, lambda t: t.write_text(f"{new}  {state_path.name}\n"))
     _write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps({"step": step, "run_id": run_id})))
     return state_path
 
@@ -87,13 +93,20 @@ def find_checkpoint(resume: str, key: str = "trainer.resume") -> Path:
                           f"(no {candidate})")
 
 
+def recorded_digests(digest_file: Path) -> list:
+    """The SHA-256 digests a checksum file lists (one per line, `sha256sum` format); [] if it is unreadable."""
+    try:
+        return [line.split()[0] for line in digest_file.read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
 def verify_checkpoint(state_path: Path, key: str = "trainer.resume") -> None:
     """Refuse a checkpoint whose bytes are not the ones its run wrote (or whose checksum is missing)."""
     recorded_path = digest_path(state_path)
     if not recorded_path.is_file():
         raise CheckpointError(f"{key}: {state_path} has no checksum ({recorded_path.name}); refusing to load it")
-    recorded = recorded_path.read_text().split()[:1]
-    if recorded != [file_sha256(state_path)]:
+    if file_sha256(state_path) not in recorded_digests(recorded_path):
         raise CheckpointError(f"{key}: {state_path} does not match its SHA-256 ({recorded_path.name}): "
                               "changed after it was written; refusing to load it")
 

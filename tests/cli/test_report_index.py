@@ -64,5 +64,6 @@ def test_a_named_sweep_ends_with_its_reports_and_parent_run(run_harness, tmp_pat
     assert proc.stdout.strip().splitlines()[-3:] == [
         f"  folder: {sweep_dir}", f"  reports: {sweep_dir / 'reports' / 'index.html'}",
         f"  mlflow: run {info['run_id']} in {info['tracking_uri']} (UI: python -m harness server --backend-store-uri "
-        f"{info['tracking_uri']}, then http://127.0.0.1:5000/#/experiments/{info['experiment_id']}/runs/{info['run_id']})"]
+        f"{info['tracking_uri']}, then http://127.0.0.1:5000/#/experiments/{info['experiment_id']}/runs/{info['run_id']}"
+        "?workflowType=machine_learning)"]
     assert proc.stdout.count("  reports: /") == 1, "each grid's multirun must not say it before the reports exist"

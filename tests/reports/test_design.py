@@ -48,6 +48,11 @@ def test_a_design_loads_with_its_tests(tmp_path, monkeypatch):
      "tests[0].hypothesis is 'bigger'"),
     ("tests:\n  - {measure: gain, hypothesis: greater, sesoi: 0, contrast: {'algo.name=dppo': 1}}\n",
      "tests[0].sesoi is 0"),
+    ("alpha: [0.05]\n", "'alpha' is [0.05]; allowed: a number"),
+    ("seeds: auto\nbudget: {runs: many}\n", "'budget.runs' is 'many'; allowed: an integer"),
+    # 2 runs per seed (dppo, drpo): 3 runs cannot give any arm 2 seeds
+    ("seeds: auto\nbudget: {runs: 3}\n", "'budget.runs' is 3; allowed: ≥ 4"),
+    ("sesoi: -1\n", "'sesoi' is -1"),
     # three seeds per arm: the smallest one-sided Fisher p is 0.05, so p < 0.05 can never be reached
     ("seeds: [0, 1, 2]\ntests:\n  - {measure: collapsed, hypothesis: greater, sesoi: 0.5, method: fisher,\n"
      "     contrast: {'algo.name=dppo': 1, 'algo.name=drpo': -1}}\n", "can never succeed"),
@@ -97,3 +102,46 @@ def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
     assert "**Verdict: reproduced — " in md and "seeds: auto" in md
     jobs = sorted(job.name for job in sweep.glob("g0r*_*"))
     assert jobs and all(name.startswith(("g0r1_", "g0r2_")) for name in jobs)  # one folder per round's job
+
+
+CONTINUED = """
+    hypothesis: δ 0.1 ends above δ 0.2
+    reports: [decisions]
+    overrides: [debug=quick, algo=dppo]
+    grids:
+      - delta: [0.1, 0.2]
+    seeds: auto
+    budget: {runs: 12, minutes: 0.01, per_round: 2, max_seeds: 6}
+    tests:
+      - name: δ 0.1 above δ 0.2
+        measure: gain
+        hypothesis: greater
+        sesoi: 0.001
+        contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+"""
+
+
+def test_a_study_stopped_by_its_minutes_budget_continues_in_its_own_folder(run_harness):
+    """The first look (2 seeds) spends almost no α, so the study is undecided when its tiny minutes budget
+    stops it; the report's command continues it in the same folder from the next look (not from look 1 in
+    a new folder, which would test the same seeds again at a fresh α)."""
+    sweeps = run_harness.root / "sweeps"
+    sweeps.mkdir()
+    (sweeps / "slow.yaml").write_text(textwrap.dedent(CONTINUED))
+    env = {"HARNESS_SWEEPS": str(sweeps)}
+    first = run_harness("sweep", "slow", env=env, timeout=900)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "round 1: seeds 0..1" in first.stdout and "stopped — minutes budget" in first.stdout
+    (sweep,) = (run_harness.root / "multirun" / "slow").glob("*")
+    md = (sweep / "reports" / "decisions" / "summary.md").read_text()
+    command = f"python -m harness sweep slow --continue={sweep}"
+    assert command in md
+    refused = run_harness("sweep", "slow", "--continue=/no/such/folder", env=env)
+    assert refused.returncode == 2 and "not the folder of an adaptive study" in refused.stderr
+    again = run_harness("sweep", "slow", f"--continue={sweep}", env=env, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing after 2 seeds per arm" in again.stdout and "round 2: seeds 2..3" in again.stdout
+    assert "round 1:" not in again.stdout
+    assert list((run_harness.root / "multirun" / "slow").glob("*")) == [sweep]  # no new folder
+    assert {p.name[:4] for p in sweep.glob("g0r*_*")} == {"g0r1", "g0r2"}
+    assert "done: 4" in (sweep / "adaptive.yaml").read_text()

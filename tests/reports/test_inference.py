@@ -92,7 +92,11 @@ def test_spending_adds_up_to_alpha_and_spends_little_early():
     levels = [level(n, 2, 12, ALPHA) for n in plan]
     assert sum(levels) == pytest.approx(ALPHA) and levels[0] < 1e-4 and levels == sorted(levels)
     assert spent(1.0, ALPHA) == pytest.approx(ALPHA)
-    assert level(1, 2, 12, ALPHA) == 0.0 and looks(3, 10) == [3, 6, 9, 10]
+    assert level(0, 2, 12, ALPHA) == 0.0 and looks(3, 10) == [3, 6, 9, 10]
+    # a round in which a run failed ends below its planned look: it spends that look's increment, never
+    # the previous look's again
+    assert level(5, 2, 12, ALPHA) == level(6, 2, 12, ALPHA) != level(4, 2, 12, ALPHA)
+    assert level(1, 2, 12, ALPHA) == level(2, 2, 12, ALPHA)
 
 
 def _simulate(effect, studies, seed, sd=0.1, sesoi=0.05, per_round=2, max_seeds=12, naive=False):

@@ -8,6 +8,7 @@ import sqlite3
 import zipfile
 from pathlib import Path
 
+import pytest
 import torch
 
 QUICK = ("debug=quick", "trainer.steps=2", "trainer.prompts_per_step=2")
@@ -87,3 +88,36 @@ def test_a_byte_changed_inside_a_tensor_is_noticed(run_harness):
     state_path.write_bytes(bytes(data))
 
     assert_refused_creating_nothing(run_harness, run_dir, "does not match its SHA-256")
+
+
+def test_a_kill_between_the_state_and_its_checksum_leaves_a_checkpoint_that_verifies(tmp_path, monkeypatch):
+    """The state and its checksum are two renames: a process killed between them (OOM killer, Slurm after its
+    grace period) must leave a checkpoint that resumes, not one refused as changed after it was written."""
+    from harness.trainers import checkpoint
+
+    checkpoint.save_checkpoint(tmp_path, {"w": torch.zeros(3)}, step=1, run_id=None)
+    state_path, _ = checkpoint.checkpoint_paths(tmp_path)
+    first = checkpoint.file_sha256(state_path)
+    real = checkpoint._write_atomically
+    calls = []
+
+    def killed_after_the_state_rename(path, write):
+        calls.append(path.name)
+        if len(calls) == 2:  # the checksum's final rewrite, after the new state is in place
+            raise SystemExit("killed")
+        real(path, write)
+
+    monkeypatch.setattr(checkpoint, "_write_atomically", killed_after_the_state_rename)
+    with pytest.raises(SystemExit):
+        checkpoint.save_checkpoint(tmp_path, {"w": torch.ones(3)}, step=2, run_id=None)
+    assert checkpoint.file_sha256(state_path) != first  # the new state is in place, its checksum not rewritten
+    checkpoint.verify_checkpoint(state_path)
+    assert torch.equal(checkpoint.load_checkpoint(str(tmp_path))["w"], torch.ones(3))
+    monkeypatch.setattr(checkpoint, "_write_atomically", real)
+    checkpoint.save_checkpoint(tmp_path, {"w": torch.full((3,), 2.0)}, step=3, run_id=None)
+    assert len(checkpoint.recorded_digests(checkpoint.digest_path(state_path))) == 1  # back to one digest
+    data = bytearray(state_path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    state_path.write_bytes(bytes(data))
+    with pytest.raises(checkpoint.CheckpointError, match="does not match its SHA-256"):
+        checkpoint.verify_checkpoint(state_path)

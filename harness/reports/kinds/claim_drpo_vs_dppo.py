@@ -7,6 +7,7 @@ from typing import Optional
 
 from harness.reports import claims, plots, threshold_effect
 from harness.reports.data import SweepData, fmt
+from harness.reports.kinds.sensitivity import design_of
 from harness.reports.kinds.sensitivity import verdict as sensitivity_verdict
 from harness.reports.outcomes import per_seed
 from harness.reports.page import Page
@@ -34,13 +35,13 @@ def build(data: SweepData, page: Page) -> None:
     claims.describe(data, page, groups, ["final_accuracy", "gain"], k, "Final eval accuracy by objective and δ",
                     "objective · δ")
     lines = []
+    sesoi, alpha, power, _ = design_of(data)
     for objective in ("dppo", "drpo"):
         by_delta = claims.group_by([r for r in runs if r.objective == objective], lambda r: float(r.param("algo.delta")))
         outcomes = {d: per_seed(data, m, "final_accuracy", k) for d, m in by_delta.items()}
-        alpha = spec.design.alpha if spec is not None else 0.05
-        lines.append(f"{objective}: " + sensitivity_verdict(threshold_effect.decide(outcomes, alpha=alpha), "δ"))
-    page.heading(f"Sensitivity to δ (the sensitivity report's rule, SESOI ±{threshold_effect.DEFAULT_SESOI:g}; "
-                 "not part of the claim's verdict)")
+        lines.append(f"{objective}: " + sensitivity_verdict(threshold_effect.decide(outcomes, sesoi, alpha, power),
+                                                            "δ", power))
+    page.heading(f"Sensitivity to δ (the sensitivity report's rule, SESOI ±{sesoi:g}; not part of the claim's verdict)")
     page.bullets(lines)
     fig, axes = plots.grid(1, ncols=1, width=6.4, height=3.8)
     ax = axes[0]

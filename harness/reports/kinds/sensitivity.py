@@ -24,7 +24,7 @@ VERDICT_RULE = ("Verdict per objective (harness/reports/threshold_effect.py): ev
                 "more than the SESOI (|c| > SESOI shown, Holm over the pairs). Insensitive: every pair shown within "
                 "±SESOI (two one-sided tests; all must hold, so no correction). Sensitive (size undecided): a "
                 "difference is shown (Holm), its size against the SESOI is not. Undecided: none of these; the page "
-                "gives the seeds per value that 80% power needs and the command that runs them.")
+                "gives the seeds per value that the power target needs and the command that runs them.")
 
 
 def _groups(data: SweepData) -> Dict:
@@ -51,11 +51,11 @@ def design_of(data: SweepData) -> Tuple[float, float, float, int]:
     return d.sesoi if d.sesoi is not None else threshold_effect.DEFAULT_SESOI, d.alpha, d.power, d.last_k
 
 
-def verdict(result: threshold_effect.ThresholdVerdict, symbol: str) -> str:
+def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float = 0.8) -> str:
     """One sentence: the decision on whether the threshold matters, and what it would take to decide."""
     text = f"{result.word} to {symbol} — {result.reason}."
     if not result.decided:
-        text += (f" Seeds per value for 80% power: {result.seeds_for_insensitive or '?'} to show insensitivity, "
+        text += (f" Seeds per value for {power:.0%} power: {result.seeds_for_insensitive or '?'} to show insensitivity, "
                  f"{result.seeds_for_sensitive or '?'} to detect a difference of the SESOI (now {result.seeds}).")
     return text
 
@@ -118,7 +118,7 @@ def build(data: SweepData, page: Page) -> None:
             rows.append([name, symbol, value, final.n, final.mean, _ci(final), best.mean, _ci(best)])
         outcomes = {v: per_seed(data, runs, "final_accuracy", last_k) for v, runs in by_value.items()}
         result = threshold_effect.decide(outcomes, sesoi, alpha, power)
-        verdicts.append(f"{name}: " + verdict(result, symbol))
+        verdicts.append(f"{name}: " + verdict(result, symbol, power))
         decided.append((objective, name, symbol, result))
         for pair in result.pairs:
             pair_rows.append([name, f"{symbol}={fmt(pair.a)} − {symbol}={fmt(pair.b)}", pair.estimate.n,
@@ -168,7 +168,9 @@ def _differences(page: Page, decided, sesoi: float, alpha: float) -> None:
     page.figure(fig, "pairwise_differences", f"Headline: each pair of threshold values' difference in mean final "
                 f"accuracy (paired over shared seeds) with its {1 - 2 * alpha:.0%} interval (the one whose ends are "
                 f"the one-sided tests at α {alpha:g}); shaded: the ±SESOI equivalence region. An interval inside "
-                "the band shows equivalence; one wholly outside it shows a difference beyond the SESOI.")
+                "the band shows equivalence (TOST at α). The tests for a difference are two-sided and Holm-corrected "
+                "over the pairs, so they need more than an interval outside the band or away from 0: read them in "
+                "the table.")
 
 
 def _ci(interval) -> Optional[str]:
