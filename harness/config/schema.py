@@ -5,7 +5,7 @@ The `algo` node is left untyped here: its fields depend on the objective and are
 `harness.algorithms.specs` (one source of truth for objective parameters and defaults)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import MISSING as MISSING_FIELD, dataclass, field, fields, make_dataclass
 from typing import Any, Dict, List, Optional, get_type_hints
 
 from omegaconf import MISSING
@@ -118,11 +118,20 @@ def _optional(tp: Any) -> Any:
     return tp if type(None) in getattr(tp, "__args__", ()) else Optional[tp]
 
 
+def _override_field(f) -> tuple:
+    """A ClusterResources field as a launcher override: None (the profile's value) for a scalar; an empty
+    container for `setup`/`additional_parameters`, so that `launcher.additional_parameters.constraint=a100`
+    can add a key (OmegaConf cannot merge a key into a None-valued dict field)."""
+    tp = get_type_hints(ClusterResources)[f.name]
+    if f.default_factory is not MISSING_FIELD:
+        return f.name, tp, field(default_factory=f.default_factory)
+    return f.name, _optional(tp), field(default=None)
+
+
 # The launcher node: its own settings, then every ClusterResources field as an override of the profile's
-# value (None: the profile's value).
-LauncherConfig = make_dataclass(
-    "LauncherConfig", [(f.name, _optional(get_type_hints(ClusterResources)[f.name]), field(default=None))
-                       for f in fields(ClusterResources)], bases=(_LauncherSettings,))
+# value (None or empty: the profile's value; additional_parameters are added to the profile's).
+LauncherConfig = make_dataclass("LauncherConfig", [_override_field(f) for f in fields(ClusterResources)],
+                                bases=(_LauncherSettings,))
 LauncherConfig.__module__ = __name__  # found by pickle (a worker or Slurm job gets the config pickled)
 
 

@@ -33,6 +33,9 @@ def load_profile(name: str, overrides: Optional[Dict[str, Any]] = None) -> Clust
     data = yaml.safe_load(path.read_text()) or {}
     allowed = {f.name for f in fields(ClusterProfile)}
     merged = {**data, **(overrides or {})}
+    if (overrides or {}).get("additional_parameters"):  # a run's #SBATCH options add to the profile's
+        merged["additional_parameters"] = {**(data.get("additional_parameters") or {}),
+                                           **overrides["additional_parameters"]}
     unknown = sorted(set(merged) - allowed)
     if unknown:
         raise ValueError(f"launcher profile key {unknown[0]!r} (profile {name!r}) is not allowed; "
@@ -41,15 +44,22 @@ def load_profile(name: str, overrides: Optional[Dict[str, Any]] = None) -> Clust
 
 
 def profile_for(launcher_cfg) -> ClusterProfile:
-    """The profile a run's `launcher` node selects, with the fields it overrides (non-null) applied."""
+    """The profile a run's `launcher` node selects, with the fields it overrides (non-null, non-empty) applied."""
     overrides = {f.name: launcher_cfg.get(f.name) for f in fields(ClusterProfile)
-                 if launcher_cfg.get(f.name) is not None}
+                 if launcher_cfg.get(f.name) is not None and not _empty(launcher_cfg.get(f.name))}
     for key in ("setup", "additional_parameters"):
         if key in overrides and not isinstance(overrides[key], (list, dict)):
             from omegaconf import OmegaConf
 
             overrides[key] = OmegaConf.to_container(overrides[key])
     return load_profile(launcher_cfg.get("profile") or "test_cluster", overrides)
+
+
+def _empty(value) -> bool:
+    try:
+        return len(value) == 0 and not isinstance(value, str)
+    except TypeError:
+        return False
 
 
 def submitit_parameters(profile: ClusterProfile, cluster: str) -> Dict[str, Any]:
