@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import List
 
-from harness.sweeps.findings_doc import ClaimResult, write_findings
+from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
 from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
 
 QUICK_OVERRIDES = ["debug=quick"]
@@ -90,7 +90,7 @@ def main(argv: List[str]) -> int:
         print(f"harness: error: findings: {err}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else _default_out(prepared[0][1], args.quick)
-    started = time.time()
+    started, commit = time.time(), code_commit()
     results: List[ClaimResult] = []
     worst = 0
     for index, (spec, sweep_dir, grids, jobs) in enumerate(prepared, 1):
@@ -105,7 +105,7 @@ def main(argv: List[str]) -> int:
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,
-                          seconds=time.time() - started)
+                          seconds=time.time() - started, runs_commit=commit)
     print(f"findings: {path}")
     return worst
 

@@ -33,17 +33,18 @@ def test_findings_md_is_built_from_the_claim_page(tmp_path):
     (page / "claim_bandpo.png").write_bytes(b"\x89PNG fake")
     (page / "summary.md").write_text("\n".join([
         "# Claim 6", "", "_sweep x · 6 runs_", "", "_rule text_", "", "## Tests", "", "| part | verdict |",
-        "|---|---|", "| (a) | reproduced |", "", "![The figure.](claim_bandpo.png)", "",
+        "|---|---|", "| (a) | reproduced |", "", "![The figure, bands inside [0, 1].](claim_bandpo.png)", "",
         "**Verdict: inconclusive — (a) reproduced; (b) inconclusive**", "", "## Runs used", "",
         "| run | run id | status |", "|---|---|---|", "| a | 1 | FINISHED |", "| b | 2 | FINISHED |",
         "| c | 3 | FAILED |"]))
     out = tmp_path / "out"
     path = write_findings([ClaimResult(spec, tmp_path / "sweep", 65.0, 1)], out, ["python", "-m", "harness",
-                          "findings"], quick=False, seconds=70.0)
+                          "findings"], quick=False, seconds=70.0, runs_commit="abc1234")
     text = path.read_text()
     assert read_verdicts(path) == {"claim6_bandpo": "inconclusive"}
     assert "| **inconclusive** | 1 FAILED, 2 FINISHED | 1.1 min | `claim6_bandpo` |" in text
-    assert "![The figure.](findings/claim6_bandpo/claim_bandpo.png)" in text
+    assert "![The figure, bands inside [0, 1].](findings/claim6_bandpo/claim_bandpo.png)" in text  # relinked
+    assert "runs at commit `abc1234`" in text  # read before the runs, not after FINDINGS dirtied the checkout
     assert (out / "findings" / "claim6_bandpo" / "claim_bandpo.png").read_bytes() == b"\x89PNG fake"
     assert "#### Tests" in text and "| (a) | reproduced |" in text and "Runs used" not in text
     assert "exited with code 1" in text
