@@ -151,17 +151,18 @@ def _fisher(arms, weights, alpha) -> inference.Decision:
 
 
 def _command(spec, decision, arms, sweep_dir=None) -> Optional[str]:
+    """What runs the seeds an undecided test is missing. Every seed from 0: skip-finished reuses the ones
+    already run, so the new sweep's report sees them all."""
     if decision.decided:
         return None
     have = max((len(a) for _, a in arms), default=0)
+    want = max(have + 1, decision.seeds_needed or have + 1)
     if spec.design.adaptive:
         cap = spec.design.max_seeds(jobs_per_seed(spec))
-        if have >= cap:
-            return None  # the declared budget is spent
-        # the same sequential study, continued in its folder: a new folder would test these seeds again
-        return f"python -m harness sweep {spec.name} --continue={sweep_dir}" if sweep_dir else None
-    want = max(have + 1, decision.seeds_needed or have + 1)
-    return f"python -m harness sweep {spec.name} 'seed=range({have},{want})'"
+        if have < cap and sweep_dir:
+            # the same sequential study, continued in its folder: a new folder would test these seeds again
+            return f"python -m harness sweep {spec.name} --continue={sweep_dir}"
+    return f"python -m harness sweep {spec.name} 'seed=range(0,{want})'"
 
 
 def overall(outcomes: Sequence[Outcome], alpha: float) -> Tuple[str, str]:
@@ -203,13 +204,16 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     commands = [o for o in outcomes if not o.decision.decided]
     at = f" at α {power_alpha(spec):.3g}" + (" (the final look's share)" if design.adaptive else "")
     for o in commands:
-        if o.command:
-            page.text(f"Undecided: {o.test.name} — the SESOI {fmt(o.test.sesoi)} needs "
-                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power{at}; run the "
-                      f"missing seeds with: {o.command}")
-        else:
-            page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; the SESOI needs "
-                      f"{o.decision.seeds_needed or '?'} seeds per arm for {design.power:.0%} power{at}.")
+        need = f"the SESOI {fmt(o.test.sesoi)} needs {o.decision.seeds_needed or '?'} seeds per arm for " \
+               f"{design.power:.0%} power{at}"
+        if o.command and "--continue=" in o.command:
+            page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}")
+        elif o.command and design.adaptive:
+            page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; {need}. Running them is a new "
+                      f"design with a fixed seed set, to be reported separately (its test runs at the full α): "
+                      f"{o.command}")
+        elif o.command:
+            page.text(f"Undecided: {o.test.name} — {need}; run the missing seeds with: {o.command}")
     _figure(page, outcomes)
     word, reason = overall(outcomes, design.alpha)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")

@@ -145,3 +145,18 @@ def test_a_study_stopped_by_its_minutes_budget_continues_in_its_own_folder(run_h
     assert list((run_harness.root / "multirun" / "slow").glob("*")) == [sweep]  # no new folder
     assert {p.name[:4] for p in sweep.glob("g0r*_*")} == {"g0r1", "g0r2"}
     assert "done: 4" in (sweep / "adaptive.yaml").read_text()
+
+
+def test_the_command_for_missing_seeds_continues_a_study_or_starts_a_new_design():
+    """Undecided with budget left: continue the same sequential study in its folder. Budget spent: a new
+    fixed-seed design from seed 0 (the seeds already run are reused by skip-finished)."""
+    from harness.reports import inference
+    from harness.reports.decisions import _command
+
+    spec = load_sweep("claim3_anchor")  # seeds: auto, at most 12 seeds per arm
+    undecided = inference.Decision(inference.INCONCLUSIVE, "", None, None, None, 0.3, 0.3, 0.05, 40)
+    arms = lambda n: [("a", {s: 0.5 for s in range(n)}), ("b", {s: 0.5 for s in range(n)})]  # noqa: E731
+    assert _command(spec, undecided, arms(4), "/runs/claim3") == "python -m harness sweep claim3_anchor --continue=/runs/claim3"
+    assert _command(spec, undecided, arms(12), "/runs/claim3") == "python -m harness sweep claim3_anchor 'seed=range(0,40)'"
+    decided = inference.Decision(inference.REPRODUCED, "", None, None, None, 0.01, 0.9, 0.05, 40)
+    assert _command(spec, decided, arms(4), "/runs/claim3") is None

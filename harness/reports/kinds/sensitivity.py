@@ -60,11 +60,12 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
     return text
 
 
-def missing_seeds_command(data: SweepData, have: int, want: int) -> str:
-    """The command that runs seeds [have, want) of this sweep: the named sweep's, else its own overrides."""
+def missing_seeds_command(data: SweepData, want: int) -> str:
+    """The command that runs seeds [0, want) of this sweep (the named sweep's, else its own overrides): the
+    seeds already run are reused (skip-finished), so the new sweep's report sees every seed."""
     from harness.reports.decisions import spec_for
 
-    seeds = f"'seed=range({have},{want})'"
+    seeds = f"'seed=range(0,{want})'"
     spec = spec_for(data)
     if spec is not None:
         return f"python -m harness sweep {spec.name} {seeds}"
@@ -133,7 +134,7 @@ def build(data: SweepData, page: Page) -> None:
         have = min(r.seeds for r in undecided)
         want = max(have + 1, max(min(filter(None, (r.seeds_for_insensitive, r.seeds_for_sensitive)), default=have + 1)
                                  for r in undecided))
-        page.text(f"Undecided: run the missing seeds with: {missing_seeds_command(data, have, want)}")
+        page.text(f"Undecided: run the missing seeds with: {missing_seeds_command(data, want)}")
     page.heading("Pairwise differences")
     page.table(["variant", "contrast c", "seeds", "c", f"{1 - 2 * alpha:.0%} interval", "test", "p (c ≠ 0)",
                 f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)"], pair_rows)
