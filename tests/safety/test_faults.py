@@ -69,9 +69,12 @@ def test_read_only_output_folder_is_one_line(run_harness, tmpfs):
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_ends_killed_without_traceback(run_harness, sig, code):
+    # SIGINT back to its default in the child: a suite started in the background (`... &`, nohup) hands its
+    # children SIGINT ignored, and Python then never raises KeyboardInterrupt
     proc = subprocess.Popen(run_harness.argv("debug=quick", "trainer.steps=500", "trainer.checkpoint_every=50"),
                             cwd=run_harness.root, env=run_harness.env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         while not list((run_harness.root / "outputs").glob("*/*/metrics.jsonl")):

@@ -111,8 +111,11 @@ def test_a_resumed_run_skips_the_steps_the_store_has(tmp_path):
 
 def _start_job(run_harness, *args: str, env=None) -> subprocess.Popen:
     """`python -m harness ...` as its own process group (Ctrl-C and Slurm signal a whole group)."""
+    # SIGINT back to its default: a suite started in the background (`... &`, nohup) hands its children SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt
     return subprocess.Popen(run_harness.argv(*args), cwd=run_harness.root, env=run_harness.env(env),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _jsonl_steps(run_dir: Path) -> list:
