@@ -64,7 +64,7 @@ def test_intervals_stay_inside_the_range_a_difference_of_accuracies_can_take():
 def test_false_alarm_rate_under_no_effect_is_at_most_alpha(seeds):
     """No threshold effect: 'sensitive' in any form at most α of the time (Holm over the pairs)."""
     rng = np.random.default_rng(10 + seeds)
-    sims = 600
+    sims = 400
     alarms = sum(te.decide(_study(rng, {}, seeds=seeds, sd=0.05)).word in (te.SENSITIVE, te.DIFFERS)
                  for _ in range(sims))
     rate = alarms / sims
@@ -74,7 +74,7 @@ def test_false_alarm_rate_under_no_effect_is_at_most_alpha(seeds):
 def test_equivalence_is_not_claimed_for_a_true_difference_at_the_sesoi():
     """A true difference exactly at the SESOI: 'insensitive' at most α of the time (TOST's error rate)."""
     rng = np.random.default_rng(20)
-    sims = 600
+    sims = 400
     hits = sum(te.decide(_study(rng, {0.5: 0.05}, seeds=10, sd=0.02), sesoi=0.05).word == te.INSENSITIVE
                for _ in range(sims))
     assert hits / sims <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / sims), hits / sims
@@ -86,7 +86,7 @@ def test_a_large_effect_is_detected_at_the_power_the_page_promises():
     pilot = te.decide(_study(rng, {}, seeds=40, sd=0.04))  # a long pilot: its spread is the true one
     n = pilot.seeds_for_sensitive
     assert 3 < n < 40
-    sims = 300
+    sims = 200
     found = sum(te.decide(_study(rng, {0.5: 0.05}, seeds=n, sd=0.04)).word in (te.SENSITIVE, te.DIFFERS)
                 for _ in range(sims))
     assert found / sims >= 0.72, (n, found / sims)
