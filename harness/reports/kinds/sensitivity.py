@@ -54,6 +54,8 @@ def design_of(data: SweepData) -> Tuple[float, float, float, int]:
 def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float = 0.8) -> str:
     """One sentence: the decision on whether the threshold matters, and what it would take to decide."""
     text = f"{result.word} to {symbol} — {result.reason}."
+    if not result.pairs:
+        return text + " Run at least 2 seeds per value to test it."
     if not result.decided:
         text += (f" Seeds per value for {power:.0%} power: {result.seeds_for_insensitive or '?'} to show insensitivity, "
                  f"{result.seeds_for_sensitive or '?'} to detect a difference of the SESOI (now {result.seeds}).")
@@ -136,8 +138,11 @@ def build(data: SweepData, page: Page) -> None:
                                  for r in undecided))
         page.text(f"Undecided: run the missing seeds with: {missing_seeds_command(data, want)}")
     page.heading("Pairwise differences")
-    page.table(["variant", "contrast c", "seeds", "c", f"{1 - 2 * alpha:.0%} interval", "test", "p (c ≠ 0)",
-                f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)"], pair_rows)
+    if not pair_rows:
+        page.text("No two threshold values have 2 or more finished seeds each: nothing to compare yet.")
+    else:
+        page.table(["variant", "contrast c", "seeds", "c", f"{1 - 2 * alpha:.0%} interval", "test", "p (c ≠ 0)",
+                    f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)"], pair_rows)
     _differences(page, decided, sesoi, alpha)
     page.heading("Accuracy versus threshold")
     page.table(["variant", "threshold", "value", "finished seeds", "final acc (mean)", "final 95% CI",
