@@ -204,6 +204,10 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
     key = full_key.group(1) if full_key else None
     if "not in struct" in text or "Key '" in text and "not in" in text:
         bad = key or _missing_key(text)
+        if bad and bad.startswith("trainer.verl."):  # e.g. --dry-run on the built-in trainer
+            what = (" (--dry-run prints the verl command and batch script without running them)"
+                    if bad == "trainer.verl.dry_run" else "")
+            return f"{bad} applies to trainer=verl only{what}; the built-in trainer has no such key"
         siblings = _sibling_keys(bad, overrides)
         leaf = bad.rpartition(".")[2]
         parent = bad.rpartition(".")[0]

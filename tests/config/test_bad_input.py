@@ -12,6 +12,7 @@ BAD = [
     (["algo=nope"], ["algo=nope", "dppo", "drpo"]),
     (["precision=fp4"], ["precision=fp4", "bf16", "fp8_rollout"]),
     (["trainer.stepz=3"], ["trainer.stepz"]),
+    (["--dry-run"], ["trainer.verl.dry_run applies to trainer=verl only", "--dry-run prints the verl command"]),
     (["algo.dleta=0.1"], ["dleta"]),
     (["trainer.steps=abc"], ["trainer.steps", "abc", "int"]),
     (["trainer.steps=-1"], ["trainer.steps", "-1", ">= 1"]),
