@@ -95,11 +95,7 @@ def look_alpha(spec, n: int) -> float:
 def power_alpha(spec) -> float:
     """The α the power figure assumes: the design's α, or for `seeds: auto` the final look's share of it
     (the level the last, decisive test runs at), so the seeds it prints are not too few."""
-    design = spec.design
-    if not design.adaptive:
-        return design.alpha
-    cap = design.max_seeds(jobs_per_seed(spec))
-    return level(cap, design.budget.per_round, cap, design.alpha)
+    return look_alpha(spec, spec.design.max_seeds(jobs_per_seed(spec)) or 0)
 
 
 def evaluate(data: SweepData, spec) -> List[Outcome]:

@@ -119,10 +119,11 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         raise bad("'power'", f"is {power}; allowed: 0 < power < 1")
     if last_k < 1:
         raise bad("'last_k'", f"is {last_k}; allowed: an integer ≥ 1")
-    report_sesoi = data.pop("sesoi", None)
-    if report_sesoi is not None and (isinstance(report_sesoi, bool) or not isinstance(report_sesoi, (int, float))
-                                     or not report_sesoi > 0):
+    report_sesoi = None if data.get("sesoi") is None else number(data, "sesoi", None)
+    data.pop("sesoi", None)
+    if report_sesoi is not None and not report_sesoi > 0:
         raise bad("'sesoi'", f"is {report_sesoi!r}; allowed: a number > 0 (smallest effect of interest)")
+    per_seed = runs_per_seed(data.get("grids") or [])
     seeds = data.pop("seeds", None)
     if seeds is not None and seeds != "auto" and not (isinstance(seeds, list) and seeds):
         raise bad("'seeds'", f"is {seeds!r}; allowed: auto or a non-empty list of seeds")
@@ -141,7 +142,6 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
             raise bad("'budget'", "needs runs or minutes")
         if budget.per_round < 1 or budget.max_seeds < 2:
             raise bad("'budget'", "needs per_round ≥ 1 and max_seeds ≥ 2")
-        per_seed = runs_per_seed(data.get("grids") or [])
         if budget.runs is not None and budget.runs < 2 * per_seed:
             raise bad("'budget.runs'", f"is {budget.runs}; allowed: ≥ {2 * per_seed} (2 seeds of the {per_seed} "
                       "runs each seed takes: no test has fewer than 2 seeds per arm)")
@@ -175,11 +175,11 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
-    design = Design(alpha, power, last_k, seeds, budget, tuple(tests), None if report_sesoi is None else float(report_sesoi))
+    design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi)
     for test in design.tests:
         if test.method != "fisher":
             continue
-        n = design.max_seeds(runs_per_seed(data.get("grids") or [])) or len(fixed_seeds(data.get("grids") or []) or [0])
+        n = design.max_seeds(per_seed) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
         smallest = min_fisher_p(n, n)
         if smallest >= final:
