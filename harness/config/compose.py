@@ -204,7 +204,8 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
     key = full_key.group(1) if full_key else None
     if "not in struct" in text or "Key '" in text and "not in" in text:
         bad = key or _missing_key(text)
-        if bad and bad.startswith("trainer.verl."):  # e.g. --dry-run on the built-in trainer
+        if bad and bad.startswith("trainer.verl.") and not _has_node("trainer.verl", overrides):
+            # e.g. --dry-run on the built-in trainer
             what = (" (--dry-run prints the verl command and batch script without running them)"
                     if bad == "trainer.verl.dry_run" else "")
             return f"{bad} applies to trainer=verl only{what}; the built-in trainer has no such key"
@@ -251,6 +252,19 @@ def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
         return sorted(str(k) for k in found.keys())
     except Exception:
         return []
+
+
+def _has_node(key: str, overrides: Sequence[str]) -> bool:
+    """Whether the config composed with the same group choices (e.g. trainer=verl, or an experiment that
+    selects it) has a non-empty node `key`."""
+    from hydra import compose as hydra_compose
+    from omegaconf import OmegaConf
+
+    choices = [o for o in overrides if o.split("=")[0].lstrip("+") in GROUPS]
+    try:
+        return bool(OmegaConf.select(hydra_compose(config_name=CONFIG_NAME, overrides=choices), key))
+    except Exception:
+        return False
 
 
 def _missing_key(text: str) -> str:
