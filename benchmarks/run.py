@@ -55,6 +55,7 @@ BENCHMARKS: Dict[str, Benchmark] = {
                          optional=True),
     "sweep_scaling": Benchmark("bench_sweep_scaling.py", ["sweep_scaling.runs_per_hour_2_vs_1",
                                                           "sweep_scaling.runs_per_hour_2_vs_1_short_runs"]),
+    "preflight": Benchmark("bench_preflight.py", ["preflight.grid_100_vs_20s_budget", "preflight.vs_hydra_serial"]),
 }
 OWN = {"trainer_vs_trl", "compute_efficiency", "overhead", "tracking", "sweep_scaling"}  # take --cache-dir
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
+
 from tracking_helpers import finish, harness_tool, printed_run_id, runs_of, start_writer, wait_until
 
 FAST_BEAT = {"HARNESS_HEARTBEAT_S": "0.5"}
@@ -14,6 +16,7 @@ def _by_id(uri: str, experiment: str = "writers") -> dict:
     return {r.info.run_id: r for r in runs_of(uri, experiment)}
 
 
+@pytest.mark.slow  # five writer processes, a SIGKILL, a heartbeat left to age, `status` and `repair`: ~30 s
 def test_failed_killed_and_stale_runs(tmp_path):
     from mlflow.tracking import MlflowClient
 
