@@ -102,12 +102,12 @@ def _reason(err: BaseException) -> str:
     return reason if root is err else f"{reason} (caused by {type(root).__name__}: {root})"
 
 
-def _close_detached_parent(sweep_dir: str) -> None:
+def _close_detached_parent(sweep_dir: str, tracking_uri: Optional[str]) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
         from harness.sweeps.tracking_callback import close_parent_if_all_ended
 
-        close_parent_if_all_ended(Path(sweep_dir))
+        close_parent_if_all_ended(Path(sweep_dir), tracking_uri)
     except Exception as err:  # `repair` closes it from the jobs' statuses
         log.warning("could not close the sweep's parent run: %s", err)
 
@@ -175,18 +175,25 @@ def run_job(cfg: DictConfig) -> JobResult:
         signal.signal(signal.SIGTERM, previous)
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
         if result.status != "RUNNING" and cfg.launcher.get("detach") and sweep_dir:
-            _close_detached_parent(sweep_dir)
+            _close_detached_parent(sweep_dir, _full_store_of(spec))
     RESULTS.append(result)
     return result
 
 
 def _store_of(spec) -> Optional[str]:
+    """The run's store as shown and recorded (masked)."""
+    from harness.tracking.params import scrub
+
+    full = _full_store_of(spec)
+    return None if full is None else scrub(full)
+
+
+def _full_store_of(spec) -> Optional[str]:
     if spec.tracking.backend != "mlflow":
         return None
-    from harness.tracking.params import scrub
     from harness.tracking.store import tracking_uri
 
-    return scrub(tracking_uri(spec))
+    return tracking_uri(spec)
 
 
 def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:

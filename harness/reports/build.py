@@ -113,14 +113,16 @@ def _local_or_empty(data: SweepData, target: Target) -> SweepData:
     return data
 
 
-def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None) -> List[Path]:
+def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
+                        tracking_uri: Optional[str] = None) -> List[Path]:
     """Reports of a finished sweep (the sweep-end callback): `kinds` (as a named sweep lists them), default
     every kind whose data is present, written to `<sweep_dir>/reports/<kind>/` and logged to the parent run
     if there is one. Returns the HTML and Markdown files written. Never raises: problems are logged and
-    the reports that can be built are."""
+    the reports that can be built are. `tracking_uri`: the store's full URI, when the caller knows it (the
+    sweep folder holds it masked)."""
     sweep_dir = Path(sweep_dir)
     try:
-        target = from_sweep_dir(sweep_dir)
+        target = from_sweep_dir(sweep_dir, tracking_uri)
         try:
             result = build_reports(target, kinds)
         except Exception as err:  # store unreachable, no such experiment...: fall back to the job folders

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from harness.tracking.stored_uri import UriNeeded, reconnect
+
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -115,9 +117,12 @@ def from_sweep_dir(sweep_dir: Path, tracking_uri: Optional[str] = None, experime
         try:
             info = json.loads(parent_file.read_text())
             target.parent_run_id = info.get("run_id")
-            target.tracking_uri = target.tracking_uri or info.get("tracking_uri")
+            if not target.tracking_uri and info.get("tracking_uri"):
+                target.tracking_uri = reconnect(info["tracking_uri"])  # written masked when it has a password
             if info.get("experiment_id") and not experiment:
                 target.experiment_ids = [str(info["experiment_id"])]
+        except UriNeeded as err:
+            raise TargetError(str(err)) from None
         except (OSError, ValueError):
             pass
     cfg = _job_config(sweep_dir)

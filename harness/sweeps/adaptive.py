@@ -74,6 +74,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     if done:
         print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
     started, worst, last_round, first = clock(), 0, 0.0, True
+    store = None  # the store's full URI, from the first round's composed jobs
     stop = "budget spent"
     for j, n in enumerate(plan):
         if n <= done:
@@ -83,13 +84,14 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
             break
         began = clock()
-        _, grids = grid_runs.prepare(spec, [*user, f"seed=range({done},{n})"])
+        _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({done},{n})"], [])
+        store = grid_runs.store_of(jobs)
         print(f"sweep {spec.name}: round {j + 1}: seeds {done}..{n - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
         last_round, done, first = (clock() - began) / 60.0, n, False
         _save_state(sweep_dir, spec, user, flags, done)
         try:
-            outcomes = evaluate(collect(from_sweep_dir(sweep_dir)), spec)
+            outcomes = evaluate(collect(from_sweep_dir(sweep_dir, store)), spec)
         except Exception as err:  # no data yet (every run failed): keep going while budget remains
             print(f"harness: warning: sweep {spec.name}: tests not evaluated after round {j + 1}: {err}")
             continue
@@ -99,5 +101,5 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")
-    grid_runs.finish(spec, sweep_dir)
+    grid_runs.finish(spec, sweep_dir, store)
     return worst

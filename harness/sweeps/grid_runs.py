@@ -47,8 +47,17 @@ def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[st
     Each multirun gets its grid's composed jobs (`harness.config.composed.PREFLIGHTED_ENV`)."""
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
     worst = run_grids(sweep_dir, grids, flags, jobs=jobs)
-    finish(spec, sweep_dir)
+    finish(spec, sweep_dir, store_of(jobs))
     return worst
+
+
+def store_of(jobs: Optional[list]) -> Optional[str]:
+    """The sweep's store, full URI (its `parent_run.json` holds it masked), from its first composed job."""
+    if not jobs or not jobs[0] or jobs[0][0].spec.tracking.backend != "mlflow":
+        return None
+    from harness.tracking.store import tracking_uri
+
+    return tracking_uri(jobs[0][0].spec)
 
 
 def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "",
@@ -75,25 +84,25 @@ def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: st
     return worst
 
 
-def finish(spec: SweepSpec, sweep_dir: Path) -> None:
+def finish(spec: SweepSpec, sweep_dir: Path, tracking_uri: Optional[str] = None) -> None:
     """Close the sweep's parent run and build its reports."""
     from harness.sweeps.tracking_callback import PARENT_FILE, close_parent
 
     if (sweep_dir / PARENT_FILE).is_file():
         try:
-            print(f"sweep {spec.name}: parent run {close_parent(sweep_dir)}")
+            print(f"sweep {spec.name}: parent run {close_parent(sweep_dir, tracking_uri)}")
         except Exception as err:  # the runs are recorded either way
             print(f"harness: warning: could not close the parent run: {err}", file=sys.stderr)
-    _build_reports(sweep_dir, spec.reports)
+    _build_reports(sweep_dir, spec.reports, tracking_uri)
 
 
-def _build_reports(sweep_dir: Path, kinds: List[str]) -> None:
+def _build_reports(sweep_dir: Path, kinds: List[str], tracking_uri: Optional[str]) -> None:
     try:
         from harness.reports import build_sweep_reports
     except ImportError:
         return
     try:
-        for path in build_sweep_reports(sweep_dir, kinds=kinds):
+        for path in build_sweep_reports(sweep_dir, kinds=kinds, tracking_uri=tracking_uri):
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)

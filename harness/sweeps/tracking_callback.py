@@ -89,7 +89,7 @@ class SweepTracking(Callback):
         if os.environ.get(NAMED_SWEEP_ENV) and (self.sweep_dir / PARENT_FILE).is_file():
             # a later grid of a named sweep: its jobs join the parent run the first grid opened, and this
             # process keeps that parent's heartbeat going (else `repair` would take it for dead)
-            self._pulse = _parent_pulse(self.sweep_dir)
+            self._pulse = _parent_pulse(self.sweep_dir, _tracking_uri(config))
             return
         try:
             self._open_parent(config)
@@ -99,6 +99,7 @@ class SweepTracking(Callback):
     def _open_parent(self, config: DictConfig) -> None:
         from harness.tracking.params import common_tags, mask_overrides, scrub, sweep_id
         from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
+        from harness.tracking.stored_uri import on_disk
         from harness.tracking.tracker import MlflowTracker, RunSpec
 
         if config.tracking.backend != "mlflow":
@@ -124,7 +125,7 @@ class SweepTracking(Callback):
                        tags={k: scrub(v) for k, v in tags.items()}, artifact_location=artifact_root(config))
         self.tracker = MlflowTracker(sweep_dir, spec, experiment_id=experiment_id)
         (sweep_dir / PARENT_FILE).write_text(json.dumps({
-            "run_id": self.tracker.run_id, "tracking_uri": uri, "experiment_id": experiment.get("id"),
+            "run_id": self.tracker.run_id, "tracking_uri": on_disk(uri), "experiment_id": experiment.get("id"),
             "run_uid": self.tracker.uid}, indent=1))
         definition = {"sweep_id": sweep_id(str(sweep_dir)), "sweep_dir": str(sweep_dir.resolve()),
                       "experiment": spec.experiment_name, "jobs": size, "overrides": shown}
@@ -154,7 +155,7 @@ class SweepTracking(Callback):
         detached = "SUBMITTED" in job_statuses(sweep_dir).values()
         if detached and self.tracker is not None:
             self.tracker.flush()
-        if detached and close_parent_if_all_ended(sweep_dir) is None:
+        if detached and close_parent_if_all_ended(sweep_dir, _tracking_uri(config)) is None:
             log.info("sweep %s: detached, its parent run stays RUNNING until its last job ends", sweep_dir)
         if os.environ.get(NAMED_SWEEP_ENV) or detached:
             # `python -m harness sweep` closes the parent (close_parent) and builds the reports at its end;
@@ -175,7 +176,7 @@ class SweepTracking(Callback):
                 self._finish(status, error)
             except Exception as err:
                 log.warning("sweep tracking: closing the parent run failed: %s", err)
-        _build_reports(sweep_dir)
+        _build_reports(sweep_dir, _tracking_uri(config))
 
     def _finish(self, status: str, error: Optional[str]) -> None:
         tracker, self.tracker = self.tracker, None
@@ -190,26 +191,37 @@ class SweepTracking(Callback):
             log.warning("sweep tracking: closing the parent run failed: %s", err)
 
 
-def _parent_pulse(sweep_dir: Path):
+def _tracking_uri(config: DictConfig) -> Optional[str]:
+    """The store's full URI as this process's config gives it (`parent_run.json` holds it masked)."""
+    from harness.tracking.store import tracking_uri
+
+    try:
+        return tracking_uri(config)
+    except Exception:  # a config without the harness's keys: MLFLOW_TRACKING_URI is still tried
+        return None
+
+
+def _parent_pulse(sweep_dir: Path, tracking_uri: Optional[str] = None):
     """A heartbeat for the parent run recorded in `<sweep_dir>/parent_run.json` (None if it has no id)."""
     from mlflow.tracking import MlflowClient
 
     from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
     from harness.tracking.outage import apply_client_defaults
+    from harness.tracking.stored_uri import reconnect
 
     info = json.loads((sweep_dir / PARENT_FILE).read_text())
     if not info.get("run_id"):
         return None
     apply_client_defaults()
-    client = MlflowClient(tracking_uri=info["tracking_uri"])
+    client = MlflowClient(tracking_uri=reconnect(info["tracking_uri"], tracking_uri))
     return Heartbeat(lambda: client.set_tag(info["run_id"], HEARTBEAT_TAG, str(now_s())), name="parent").start()
 
 
-def close_parent(sweep_dir: Path) -> Optional[str]:
+def close_parent(sweep_dir: Path, tracking_uri: Optional[str] = None) -> Optional[str]:
     """Terminate a sweep's parent run from its jobs' statuses (for sweeps made of several multiruns).
 
     With the store away (or the parent never created), the status goes to the parent's spool, for
-    `python -m harness sync <sweep_dir>`."""
+    `python -m harness sync <sweep_dir>`. `tracking_uri`: the store's full URI, if this process knows it."""
     from harness.tracking.outage import apply_client_defaults
     from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
     from harness.tracking.local_tracker import now_ms
@@ -223,8 +235,11 @@ def close_parent(sweep_dir: Path) -> Optional[str]:
             raise LookupError("the parent run was never created on the store")
         from mlflow.tracking import MlflowClient
 
+        from harness.tracking.stored_uri import reconnect
+
         apply_client_defaults()
-        MlflowClient(tracking_uri=info["tracking_uri"]).set_terminated(info["run_id"], status=status, end_time=end)
+        client = MlflowClient(tracking_uri=reconnect(info["tracking_uri"], tracking_uri))
+        client.set_terminated(info["run_id"], status=status, end_time=end)
     except Exception as err:
         spool = Spool(sweep_dir / SPOOL_DIR)
         if not spool.exists:
@@ -238,7 +253,7 @@ def close_parent(sweep_dir: Path) -> Optional[str]:
 ENDED = ("FINISHED", "FAILED", "KILLED", "SKIPPED", "PRUNED")
 
 
-def close_parent_if_all_ended(sweep_dir: Path) -> Optional[str]:
+def close_parent_if_all_ended(sweep_dir: Path, tracking_uri: Optional[str] = None) -> Optional[str]:
     """Close a sweep's parent run once every one of its jobs has ended (from the job folders' own records,
     which every node sees); the status it got, or None while a job is queued or running."""
     sweep_dir = Path(sweep_dir)
@@ -248,10 +263,10 @@ def close_parent_if_all_ended(sweep_dir: Path) -> Optional[str]:
     statuses = job_statuses(sweep_dir, with_results=False)
     if not size or len(statuses) < size or any(s not in ENDED for s in statuses.values()):
         return None
-    return close_parent(sweep_dir)
+    return close_parent(sweep_dir, tracking_uri)
 
 
-def _build_reports(sweep_dir: Path) -> None:
+def _build_reports(sweep_dir: Path, tracking_uri: Optional[str]) -> None:
     """The sweep's reports, if the reports package offers them; a report never fails a sweep."""
     try:
         from harness.reports import build_sweep_reports
@@ -259,6 +274,6 @@ def _build_reports(sweep_dir: Path) -> None:
         log.info("no sweep reports: %s", err)
         return
     try:
-        build_sweep_reports(sweep_dir)
+        build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
     except Exception as err:
         log.warning("sweep reports for %s failed: %s", sweep_dir, err)

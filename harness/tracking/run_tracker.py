@@ -9,6 +9,7 @@ from typing import Dict, Optional
 from omegaconf import DictConfig
 
 from harness.tracking.local_tracker import Tracker
+from harness.tracking.stored_uri import same_store
 from harness.tracking.tracker import MlflowTracker, RunSpec
 
 log = logging.getLogger("harness")
@@ -28,7 +29,7 @@ def parent_tags(sweep_dir: Optional[str], tracking_uri: str) -> Dict[str, str]:
     except (OSError, ValueError) as err:
         log.warning("%s unreadable, the run is not nested under its sweep: %s", path, err)
         return {}
-    if parent.get("tracking_uri") != tracking_uri:
+    if not same_store(parent.get("tracking_uri"), tracking_uri):
         return {}  # the parent lives in another store: a tag naming it would point nowhere
     tags = {"harness.parent_uid": parent["run_uid"]} if parent.get("run_uid") else {}
     if parent.get("run_id"):

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected
 from harness.tracking.params import scrub
 from harness.tracking.spool import Spool, SyncState, find_spools
+from harness.tracking.stored_uri import UriNeeded, on_disk, reconnect, same_store
 
 log = logging.getLogger("harness")
 
@@ -63,7 +64,7 @@ class SpoolUpload:
         """Upload to `tracking_uri` (default: the store the run was meant for) with `client` if given."""
         self.spool = spool
         self.record = spool.record()
-        self.target = tracking_uri or self.record.tracking_uri
+        self.target = tracking_uri or reconnect(self.record.tracking_uri)
         if client is None:
             from mlflow.tracking import MlflowClient
 
@@ -81,9 +82,9 @@ class SpoolUpload:
             except BlockingIOError:
                 raise SpoolBusy(str(self.spool.folder)) from None
             state = self.state()
-            known = self.record.run_id if self.target == self.record.tracking_uri else None
+            known = self.record.run_id if same_store(self.record.tracking_uri, self.target) else None
             state.run_id = state.run_id or known or self._find_or_create_run()
-            state.tracking_uri = self.target
+            state.tracking_uri = on_disk(self.target)
             self.summary.run_id = state.run_id
             self.spool.save_state(state)
             self._upload_ops(state)
@@ -92,7 +93,9 @@ class SpoolUpload:
     def state(self) -> SyncState:
         """Progress towards this target (a sync to another store starts from the beginning)."""
         state = self.spool.state()
-        return state if state.tracking_uri in (None, self.target) else SyncState(tracking_uri=self.target)
+        if state.tracking_uri is None or same_store(state.tracking_uri, self.target):
+            return state
+        return SyncState(tracking_uri=on_disk(self.target))
 
     def is_synced(self) -> bool:
         state = self.state()
@@ -236,6 +239,10 @@ def main(argv: List[str]) -> int:
                     print(f"already synced: {spool.folder.parent} (run {upload.state().run_id})")
                     continue
                 summary = upload.upload()
+            except UriNeeded as err:
+                failed += 1
+                print(f"harness sync: {spool.folder.parent}: {err}", file=sys.stderr)
+                continue
             except Exception as err:
                 failed += 1
                 uri = scrub(args.tracking_uri or spool.record().tracking_uri)

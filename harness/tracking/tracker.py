@@ -30,6 +30,7 @@ from harness.tracking.outage import apply_client_defaults, describe, is_rejected
 from harness.tracking.params import scrub
 from harness.tracking.signals import deferred_signals
 from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
+from harness.tracking.stored_uri import on_disk
 from harness.tracking.sync import (MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH, PARENT_TAG, PARENT_UID_TAG, UID_TAG,
                                    SpoolBusy, SpoolUpload, find_run_by_uid)
 
@@ -152,7 +153,7 @@ class MlflowTracker(Tracker):
             self.offline = True
             self._upload = None  # a fresh upload re-reads what the store has (the failed call may have landed)
             s = self.spec
-            self.spool.open(RunRecord(uid=self.uid, tracking_uri=s.tracking_uri, experiment_name=s.experiment_name,
+            self.spool.open(RunRecord(uid=self.uid, tracking_uri=on_disk(s.tracking_uri), experiment_name=s.experiment_name,
                                       run_name=s.run_name, start_time=self.start_time, tags=self.create_tags,
                                       artifact_location=s.artifact_location, run_id=self.run_id))
         warn_once(s.tracking_uri, f"tracking store {scrub(s.tracking_uri)} unreachable ({describe(err)}): the run "
@@ -291,7 +292,7 @@ class MlflowTracker(Tracker):
         """Upload the spool and go back online; False while the store is still away."""
         try:
             if self._upload is None:
-                self._upload = SpoolUpload(self.spool, client=self.client)
+                self._upload = SpoolUpload(self.spool, client=self.client, tracking_uri=self.spec.tracking_uri)
             self._upload.upload(blocking=False)  # the bulk, while training goes on
             with self._lock:
                 summary = self._upload.upload(blocking=False)  # what was spooled meanwhile

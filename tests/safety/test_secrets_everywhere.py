@@ -56,9 +56,8 @@ def test_secrets_masked_in_every_output_of_a_run_and_a_sweep(run_harness, server
     assert refused.returncode == 2 and TOKEN not in refused.stdout + refused.stderr, refused.stderr[-2000:]
     secrets = ("launcher.profile=${oc.env:HF_TOKEN}",)
     single = run_harness("debug=quick", "trainer.steps=1", *secrets, f"tracking.uri={uri}", env=env, check=True)
-    # a sweep's parent_run.json keeps its store's URI as given (its jobs and `repair` connect with it): the
-    # sweep's store is given without a password here (use MLFLOW_TRACKING_USERNAME/PASSWORD for a sweep)
-    sweep = run_harness("-m", "debug=quick", "trainer.steps=1", "seed=1,2", *secrets, f"tracking.uri={server.url}",
+    # the sweep's parent_run.json holds the URI masked; the sweep's processes connect with the URI they were given
+    sweep = run_harness("-m", "debug=quick", "trainer.steps=1", "seed=1,2", *secrets, f"tracking.uri={uri}",
                         env=env, check=True)
     printed = {"single run stdout": single.stdout, "single run stderr": single.stderr,
                "sweep stdout": sweep.stdout, "sweep stderr": sweep.stderr}
@@ -68,6 +67,15 @@ def test_secrets_masked_in_every_output_of_a_run_and_a_sweep(run_harness, server
     assert any(name.endswith("multirun.yaml") for name in files)
     assert_no_secret(files, "the run folders")
     assert_no_secret({"mlflow": "\n".join(store_texts(server.root / "mlruns.db"))}, "the MLflow store")
+    parent_files = [name for name in files if name.endswith("parent_run.json")]
+    assert len(parent_files) == 1 and "alice:***@" in files[parent_files[0]]
+    from mlflow.tracking import MlflowClient
+
+    runs = MlflowClient(server.url).search_runs([e.experiment_id for e in MlflowClient(server.url).search_experiments()])
+    parents = [r for r in runs if r.data.tags.get("harness.role") == "parent"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert sorted(r.data.params["seed"] for r in children) == ["1", "2"]
 
 
 def test_experiment_named_after_a_secret_is_refused(run_harness):
