@@ -175,7 +175,9 @@ def run_job(cfg: DictConfig) -> JobResult:
         signal.signal(signal.SIGTERM, previous)
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
         if result.status != "RUNNING" and cfg.launcher.get("detach") and sweep_dir:
-            _close_detached_parent(sweep_dir, _full_store_of(spec))
+            from harness.tracking.store import mlflow_store
+
+            _close_detached_parent(sweep_dir, mlflow_store(spec))
     RESULTS.append(result)
     return result
 
@@ -183,17 +185,10 @@ def run_job(cfg: DictConfig) -> JobResult:
 def _store_of(spec) -> Optional[str]:
     """The run's store as shown and recorded (masked)."""
     from harness.tracking.params import scrub
+    from harness.tracking.store import mlflow_store
 
-    full = _full_store_of(spec)
+    full = mlflow_store(spec)
     return None if full is None else scrub(full)
-
-
-def _full_store_of(spec) -> Optional[str]:
-    if spec.tracking.backend != "mlflow":
-        return None
-    from harness.tracking.store import tracking_uri
-
-    return tracking_uri(spec)
 
 
 def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:

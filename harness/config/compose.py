@@ -306,28 +306,31 @@ def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
     from omegaconf import OmegaConf
 
     parent = bad_key.rpartition(".")[0]
-    choices = [o for o in overrides if o.split("=")[0] in GROUPS]
+    found = _composed_with_choices(overrides)
     try:
-        from hydra import compose as hydra_compose
-
-        found = hydra_compose(config_name=CONFIG_NAME, overrides=choices)
         found = OmegaConf.select(found, parent) if parent else found
         return sorted(str(k) for k in found.keys())
     except Exception:
         return []
 
 
+def _composed_with_choices(overrides: Sequence[str]) -> "DictConfig | None":
+    """The config composed with only the group choices among `overrides` (None if even that fails)."""
+    from hydra import compose as hydra_compose
+
+    try:
+        return hydra_compose(config_name=CONFIG_NAME, overrides=[o for o in overrides if o.split("=")[0] in GROUPS])
+    except Exception:
+        return None
+
+
 def _has_node(key: str, overrides: Sequence[str]) -> bool:
     """Whether the config composed with the same group choices (e.g. trainer=verl, or an experiment that
     selects it) has a non-empty node `key`."""
-    from hydra import compose as hydra_compose
     from omegaconf import OmegaConf
 
-    choices = [o for o in overrides if o.split("=")[0].lstrip("+") in GROUPS]
-    try:
-        return bool(OmegaConf.select(hydra_compose(config_name=CONFIG_NAME, overrides=choices), key))
-    except Exception:
-        return False
+    found = _composed_with_choices(overrides)
+    return found is not None and bool(OmegaConf.select(found, key))
 
 
 def _missing_key(text: str) -> str:

@@ -53,11 +53,9 @@ def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[st
 
 def store_of(jobs: Optional[list]) -> Optional[str]:
     """The sweep's store, full URI (its `parent_run.json` holds it masked), from its first composed job."""
-    if not jobs or not jobs[0] or jobs[0][0].spec.tracking.backend != "mlflow":
-        return None
-    from harness.tracking.store import tracking_uri
+    from harness.tracking.store import mlflow_store
 
-    return tracking_uri(jobs[0][0].spec)
+    return mlflow_store(jobs[0][0].spec) if jobs and jobs[0] else None
 
 
 def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "",

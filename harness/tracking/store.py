@@ -45,6 +45,11 @@ def tracking_uri(cfg: DictConfig) -> str:
     return cfg.tracking.uri or os.environ.get(URI_ENV) or default_uri(output_root(cfg))
 
 
+def mlflow_store(cfg: DictConfig) -> Optional[str]:
+    """The full URI of the MLflow store a run or sweep records to; None when it is not tracked in MLflow."""
+    return tracking_uri(cfg) if cfg.tracking.backend == "mlflow" else None
+
+
 def experiment_name(cfg: DictConfig) -> str:
     """`tracking.experiment=`, else `experiment_name` (conf/config.yaml: MLFLOW_EXPERIMENT_NAME, else harness)."""
     return cfg.tracking.experiment or cfg.experiment_name
