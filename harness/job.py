@@ -11,6 +11,7 @@ import signal
 import socket
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
@@ -81,15 +82,13 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
     result.run_id = tracker.run_id
 
 
-def _traceback_to_log_file(name: str, text: str) -> None:
-    """The traceback goes to the run's log file (Hydra's job.log handler), not to the terminal."""
-    files = {h.baseFilename for h in logging.getLogger().handlers + log.handlers if isinstance(h, logging.FileHandler)}
-    for path in files:
-        try:
-            with open(path, "a") as handle:
-                handle.write(f"run {name} FAILED:\n{text}")
-        except OSError:  # a full disk: error.txt (or MLflow) holds it
-            pass
+def _traceback_to_log_file(name: str, text: str, run_dir: Path) -> None:
+    """The traceback goes to the run's log file (its folder's job.log, Hydra's job log), not to the terminal."""
+    try:
+        with open(run_dir / "job.log", "a") as handle:
+            handle.write(f"run {name} FAILED:\n{text}")
+    except OSError:  # a full disk: error.txt (or MLflow) holds it
+        pass
 
 
 def _reason(err: BaseException) -> str:
@@ -112,15 +111,25 @@ def _close_detached_parent(sweep_dir: str, tracking_uri: Optional[str]) -> None:
         log.warning("could not close the sweep's parent run: %s", err)
 
 
-def run_job(cfg: DictConfig) -> JobResult:
-    from harness.tracking import open_tracker
-    from harness.trainers import build_trainer
-    from harness.trainers.checkpoint import resumed_run_id
+@dataclass
+class StartedRun:
+    """A run whose folder and tracking run are open, before it trains (`start_run`); `finish_run` ends it."""
+    cfg: DictConfig
+    spec: DictConfig
+    name: str
+    run_dir: Path
+    sweep_dir: Optional[str]
+    tracker: object
+    result: JobResult
 
+
+def start_run(cfg: DictConfig) -> "StartedRun | JobResult":
+    """Everything before training: the validated spec, skip-finished (a SKIPPED JobResult, recorded), the
+    run folder and its record, the tracking run. Call inside the job's Hydra context (`run_job` does)."""
     from harness.launchers.skip_finished import finished_twin
-    from harness.secrets import scrub
-    from harness.sweeps.pruning import Pruned
+    from harness.tracking import open_tracker
     from harness.tracking.outage import apply_client_defaults
+    from harness.trainers.checkpoint import resumed_run_id
     from harness.trainers.resume import resumed_spec
 
     spec = resumed_spec(_spec(cfg))  # a resumed run continues with its own spec
@@ -144,42 +153,69 @@ def run_job(cfg: DictConfig) -> JobResult:
                                                    "started": time.time(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
-    previous = signal.signal(signal.SIGTERM, _raise_killed)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
     print(f"run {name}: {tracker.where()}", flush=True)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
+    return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
+                      result=result)
+
+
+def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
+    """End a started run truthfully: FINISHED (err None), PRUNED, KILLED (Ctrl-C / SIGTERM: the caller
+    re-raises) or FAILED (any other error: the sweep goes on). Records the JobResult and returns it."""
+    from harness.secrets import scrub
+    from harness.sweeps.pruning import Pruned
+
+    result, name, tracker, run_dir = run.result, run.name, run.tracker, run.run_dir
     try:
-        trainer = build_trainer(spec, run_dir=run_dir, tracker=tracker)
-        result.final_metrics = trainer.train()
-        result.status = "FINISHED"
-    except Pruned as err:
-        result.status, result.error = "PRUNED", str(err)
-        _close(tracker, result, "KILLED", str(err))
-        print(f"run {name}: {err}", flush=True)
-    except (KeyboardInterrupt, Killed) as err:
-        result.status, result.error = "KILLED", str(err) or type(err).__name__
-        _close(tracker, result, "KILLED", result.error)
-        RESULTS.append(result)
-        raise
-    except Exception as err:  # a failing run must not take down the sweep
-        result.status, result.error = "FAILED", scrub(_reason(err))
-        _close(tracker, result, "FAILED", traceback.format_exc())
-        _traceback_to_log_file(name, scrub(traceback.format_exc()))
-        log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
-    else:
-        _close(tracker, result, "FINISHED")
-        shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
-        print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {result.run_id})"
-                                                               if result.run_id else ""), flush=True)
+        if err is None:
+            result.final_metrics, result.status = final, "FINISHED"
+            _close(tracker, result, "FINISHED")
+            shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
+            print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {result.run_id})"
+                                                                   if result.run_id else ""), flush=True)
+        elif isinstance(err, Pruned):
+            result.status, result.error = "PRUNED", str(err)
+            _close(tracker, result, "KILLED", str(err))
+            print(f"run {name}: {err}", flush=True)
+        elif isinstance(err, (KeyboardInterrupt, Killed)):
+            result.status, result.error = "KILLED", str(err) or type(err).__name__
+            _close(tracker, result, "KILLED", result.error)
+        else:
+            text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+            result.status, result.error = "FAILED", scrub(_reason(err))
+            _close(tracker, result, "FAILED", text)
+            _traceback_to_log_file(name, scrub(text), run_dir)
+            log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     finally:
-        signal.signal(signal.SIGTERM, previous)
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
-        if result.status != "RUNNING" and cfg.launcher.get("detach") and sweep_dir:
+        if result.status != "RUNNING" and run.cfg.launcher.get("detach") and run.sweep_dir:
             from harness.tracking.store import mlflow_store
 
-            _close_detached_parent(sweep_dir, mlflow_store(spec))
+            _close_detached_parent(run.sweep_dir, mlflow_store(run.spec))
     RESULTS.append(result)
     return result
+
+
+def run_job(cfg: DictConfig) -> JobResult:
+    """Hydra's task function: one run, start to end."""
+    from harness.trainers import build_trainer
+
+    previous = signal.signal(signal.SIGTERM, _raise_killed)
+    try:
+        started = start_run(cfg)
+        if isinstance(started, JobResult):
+            return started
+        try:
+            final = build_trainer(started.spec, run_dir=started.run_dir, tracker=started.tracker).train()
+        except (KeyboardInterrupt, Killed) as err:
+            finish_run(started, None, err)
+            raise
+        except Exception as err:  # a failing run must not take down the sweep
+            return finish_run(started, None, err)
+        return finish_run(started, final, None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _store_of(spec) -> Optional[str]:

@@ -110,6 +110,9 @@ class ClusterResources:
 class _LauncherSettings:
     name: str = MISSING
     workers: Optional[int] = None  # local_parallel: worker processes (None: one per core)
+    # local/local_parallel/submitit: built-in runs of one shape train together, at most this many per
+    # process (None: as many as fit in memory; 1: every run alone)
+    members: Optional[int] = None
     profile: Optional[str] = None  # slurm/submitit_local: a cluster profile of launchers/profiles/
     detach: bool = False  # slurm: return right after submission (`python -m harness status` follows up)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -95,6 +96,26 @@ class HarnessLauncher(Launcher):
         job.composed = {composed.key(overrides): entry} if entry else {}
         return job
 
+    def groups(self, jobs: List[tuple], parts: int = 1) -> List[List[int]]:
+        """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone)."""
+        from harness.config import composed
+        from harness.trainers.ensemble.grouping import plan
+
+        specs = [(self.composed.get(composed.key(overrides)) or (None, None))[1] for overrides, _ in jobs]
+        cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
+        return plan(specs, cap, parts)
+
+    def run_group(self, group: List[tuple], singleton_state: Any, threads: int) -> List[JobReturn]:
+        """Run (overrides, idx) jobs in this process: one alone as Hydra's launchers do, several as an
+        ensemble (harness/launchers/ensemble_run.py) on `threads` torch threads."""
+        if len(group) == 1:
+            return [self.run_one(*group[0], singleton_state)]
+        from harness.launchers.ensemble_run import run_ensemble
+
+        setup_globals()
+        Singleton.set_state(singleton_state)
+        return run_ensemble(self, group, threads)
+
     def run_one(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
         """Run one job in this process (a worker). Mirrors Hydra's basic launcher."""
         assert self.hydra_context is not None and self.config is not None and self.task_function is not None
@@ -158,8 +179,14 @@ def job_outcome(ret: JobReturn) -> str:
 
 class SequentialLauncher(HarnessLauncher):
     """launcher=local: the jobs one after another in this process (Hydra's basic launcher, fed the preflight's
-    configs instead of composing each job again)."""
+    configs instead of composing each job again); built-in runs of one shape train together as ensembles
+    on every core (`launcher.members=1`: one run at a time)."""
 
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         state = Singleton.get_state()
-        return [self.run_one(overrides, idx, state) for overrides, idx in jobs]
+        results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
+        threads = max(1, os.cpu_count() or 1)  # an ensemble has this process to itself
+        for group in self.groups(jobs):
+            for position, ret in zip(group, self.run_group([jobs[p] for p in group], state, threads)):
+                results[position] = ret
+        return results

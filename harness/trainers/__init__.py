@@ -7,7 +7,7 @@ import importlib
 from pathlib import Path
 
 TRAINERS = {
-    "builtin": "harness.trainers.builtin.trainer:BuiltinTrainer",
+    "builtin": "harness.trainers.ensemble.solo:SoloTrainer",
     "verl": "harness.trainers.verl.trainer:VerlTrainer",
 }
 

@@ -1,0 +1,92 @@
+"""Run a group of a sweep's jobs as one ensemble in this process (a local driver, a worker, a Slurm node).
+
+Each member is still a first-class job: Hydra's `run_job` prepares it as for any job (its folder, its saved
+config, its callbacks), with `harness.job.start_run` as the task, which opens its tracking run (or finds it
+already FINISHED: skipped). The members then train together (`harness.trainers.ensemble`), and each ends
+with its own truthful status through `harness.job.finish_run`: FINISHED, FAILED alone (the others go on),
+or KILLED together on SIGTERM / Ctrl-C, which then stops the sweep as a single job's would."""
+from __future__ import annotations
+
+import json
+import logging
+import signal
+from typing import Dict, List, Sequence
+
+from hydra.core.utils import JobReturn, JobStatus, run_job
+
+from harness.job import Killed, StartedRun, _raise_killed, finish_run, start_run
+from harness.trainers.checkpoint import find_checkpoint
+
+log = logging.getLogger("harness")
+
+
+def _start_step(run: StartedRun) -> int:
+    """The step a member starts at: its checkpoint's when it resumes an earlier attempt, else 0."""
+    source = run.spec.trainer.get("resume")
+    if not source:
+        return 0
+    meta = find_checkpoint(source).with_suffix(".json")
+    return int(json.loads(meta.read_text()).get("step", 0)) if meta.is_file() else 0
+
+
+def _start(launcher, overrides: Sequence[str], idx: int) -> JobReturn:
+    """Prepare one member as `launcher.run_one` would run it: the preflight's config, or its earlier
+    attempt's checkpoint to resume (a requeued job), with `start_run` as the task."""
+    config = launcher._composed_config(overrides, idx) or launcher._sweep_config(overrides, idx)
+    resume = launcher._earlier_attempt(config, overrides)
+    if resume:
+        log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
+        config = launcher._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
+    return run_job(hydra_context=launcher.hydra_context, task_function=start_run, config=config,
+                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+
+
+def run_ensemble(launcher, group: Sequence[tuple], threads: int) -> List[JobReturn]:
+    """group: (overrides, idx) of each job; returns their JobReturns in the same order. Members that resume
+    from different steps (a requeued ensemble whose members were preempted at different checkpoints) train
+    as one ensemble per starting step."""
+    returns = [_start(launcher, overrides, idx) for overrides, idx in group]
+    started = [ret for ret in returns
+               if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, StartedRun)]
+    by_step: Dict[int, List[JobReturn]] = {}
+    for ret in started:
+        by_step.setdefault(_start_step(ret._return_value), []).append(ret)
+    pending = list(started)
+    for step in sorted(by_step):
+        batch = by_step[step]
+        try:
+            _train(batch, threads)
+        except (KeyboardInterrupt, Killed) as err:
+            for ret in pending:
+                if ret not in batch:  # started, never trained: ends with the others
+                    ret._return_value = finish_run(ret._return_value, None, err)
+            raise
+        pending = [ret for ret in pending if ret not in batch]
+    return returns
+
+
+def _train(batch: List[JobReturn], threads: int) -> None:
+    """Train the started runs of `batch` together; each JobReturn's value becomes its run's JobResult."""
+    from harness.trainers.ensemble import loop
+    from harness.trainers.ensemble.trainer import EnsembleTrainer
+
+    runs: List[StartedRun] = [ret._return_value for ret in batch]
+    if len(runs) > 1:
+        print(f"ensemble: {len(runs)} runs train together in this process ({runs[0].name} … {runs[-1].name})",
+              flush=True)
+    previous = signal.signal(signal.SIGTERM, _raise_killed)
+    try:
+        trainer = EnsembleTrainer([(run.spec, run.run_dir, run.tracker) for run in runs], threads=threads)
+        loop.train(trainer)
+    except (KeyboardInterrupt, Killed) as err:
+        for ret, run in zip(batch, runs):
+            ret._return_value = finish_run(run, None, err)
+        raise
+    except Exception as err:  # the ensemble itself broke (not one member): each member ends FAILED with it
+        for ret, run in zip(batch, runs):
+            ret._return_value = finish_run(run, None, err)
+        return
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    for ret, run, member in zip(batch, runs, trainer.members):
+        ret._return_value = finish_run(run, member.final if member.error is None else None, member.error)

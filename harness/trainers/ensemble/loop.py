@@ -1,0 +1,122 @@
+"""The ensemble's training loop: `BuiltinTrainer.train` for every member at once (step-0 evaluation and
+checkpoint, a step, evaluations every `eval_every`, logging to each member's own tracker, checkpoints every
+`checkpoint_every` into each member's own folder). A member that fails (a non-finite loss, a checkpoint
+that cannot be written) ends alone with its error; the others go on."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from typing import Dict, List
+
+from harness.trainers.checkpoint import CheckpointWriter
+from harness.trainers.ensemble.trainer import EnsembleTrainer
+
+log = logging.getLogger("harness")
+run_log = logging.getLogger("harness.run")
+
+
+def _injected_kill(step: int, writers: List[CheckpointWriter]) -> None:
+    """The solo trainer's fault injection (HARNESS_FAULT_KILL_AT_STEP), for the whole ensemble process."""
+    if os.environ.get("HARNESS_FAULT_KILL_AT_STEP") == str(step):
+        for writer in writers:
+            writer.wait(raise_error=False)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _record(trainer: EnsembleTrainer, member, text: str) -> None:
+    """A line of the member's own record (its folder's job.log). A run alone has Hydra's job.log handler on
+    the `harness.run` logger; members of an ensemble share one process, so each writes its own file."""
+    if len(trainer.members) == 1:
+        run_log.info(text)
+        return
+    try:
+        with open(member.run_dir / "job.log", "a") as handle:
+            handle.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}][harness.run][INFO] {text}\n")
+    except OSError:  # a full disk: metrics.jsonl and the tracker hold the record
+        pass
+
+
+def _save(trainer: EnsembleTrainer, writers: List[CheckpointWriter], step: int) -> None:
+    for member, writer in zip(trainer.members, writers):
+        if not member.alive:
+            continue
+        try:
+            writer.save(trainer.member_state(member), step)
+        except OSError as err:  # e.g. a full disk: this member's checkpoint failed, not the others'
+            trainer.fail(member, err)
+
+
+def _after_evaluation(trainer: EnsembleTrainer, metrics: Dict[int, Dict[str, float]]) -> None:
+    """Each member's evaluation hook (an Optuna trial's pruner): what it raises ends that member alone."""
+    for k, values in metrics.items():
+        member = trainer.members[k]
+        if member.alive and member.on_eval is not None and "eval/accuracy" in values:
+            try:
+                member.on_eval(trainer.step, values)
+            except Exception as err:  # Pruned, or the study's store failing: this member's end, not the others'
+                trainer.fail(member, err)
+
+
+def train(trainer: EnsembleTrainer) -> None:
+    """Train every member to `trainer.steps`; each member's `final` holds its last metrics, `error` its failure."""
+    writers = trainer.checkpoint_writers()
+    try:
+        _loop(trainer, writers)
+    except BaseException:
+        for writer in writers:
+            writer.wait(raise_error=False)  # a stopped ensemble leaves each member's latest checkpoint whole
+        raise
+    for member, writer in zip(trainer.members, writers):
+        try:
+            writer.wait()
+        except OSError as err:
+            if member.alive:
+                trainer.fail(member, err)
+
+
+def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter]) -> None:
+    from tqdm import tqdm
+
+    t = trainer.t
+    for member, stats in trainer.warm_start_stats.items():
+        _record(trainer, member, "warm start: " + ", ".join(f"{k.split('/')[-1]}={float(v):.4g}" for k, v in stats.items()))
+    if trainer.step == 0:
+        for k, evaluation in trainer.evaluate().items():
+            member = trainer.members[k]
+            member.tracker.log_metrics(evaluation, step=0)
+            _record(trainer, member, f"step 0/{t.steps}: eval/accuracy={evaluation['eval/accuracy']:.4f}")
+        _save(trainer, writers, 0)
+    metrics: Dict[int, Dict[str, float]] = {}
+    desc = trainer.cfg.algo.name if len(trainer.members) == 1 else f"ensemble of {len(trainer.members)}"
+    bar = tqdm(total=t.steps, initial=trainer.step, desc=desc, unit="step",
+               disable=None if t.progress else True, dynamic_ncols=True)
+    while trainer.step < t.steps and trainer.alive:
+        metrics = trainer.rl_step()
+        trainer.step += 1
+        evaluated = trainer.step % t.eval_every == 0 or trainer.step == t.steps
+        if evaluated:
+            for k, evaluation in trainer.evaluate().items():
+                metrics.setdefault(k, {}).update(evaluation)
+        for k, values in metrics.items():
+            member = trainer.members[k]
+            if not member.alive:
+                continue
+            if evaluated:
+                _record(trainer, member, f"step {trainer.step}/{t.steps}: train/reward={values['train/reward']:.4f} "
+                        f"train/loss={values['train/loss']:.4g} eval/accuracy={values['eval/accuracy']:.4f} "
+                        f"({values['perf/step_time_s']:.2f} s/step)")
+            member.tracker.log_metrics(values, step=trainer.step)
+            member.final = dict(values)
+        if trainer.step % t.checkpoint_every == 0 or trainer.step == t.steps:
+            _save(trainer, writers, trainer.step)
+        _injected_kill(trainer.step, writers)
+        if evaluated:
+            _after_evaluation(trainer, metrics)
+        bar.update(1)
+        best = max((m.best_eval for m in trainer.alive), default=float("nan"))
+        bar.set_postfix(alive=len(trainer.alive), best_eval=f"{best:.2f}")
+    bar.close()
+    for member in trainer.members:
+        member.final["eval/best_accuracy"] = member.best_eval

@@ -1,0 +1,86 @@
+"""One member of an ensemble: a complete run (its spec, folder, tracker, objective, data stream, sampling
+RNG, warm start, best evaluation) whose parameters live in slot `index` of the ensemble's stacked model.
+
+Its checkpoint is the solo trainer's format (`BuiltinTrainer._state`): an HF state dict, an AdamW state dict
+over the HF parameters, the RNG states, the step and the best evaluation. A member's checkpoint therefore
+resumes as a solo run and a solo run's checkpoint resumes as a member."""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from harness.algorithms import build_objective
+
+
+@dataclass(eq=False)  # identity: a member is one run
+class Member:
+    """`spec`: the member's validated run config; `tracker`: its own tracking run."""
+    index: int
+    spec: DictConfig
+    run_dir: Path
+    tracker: Any
+    objective: Any = None
+    data_rng: Optional[np.random.Generator] = None
+    sample_gen: Optional[torch.Generator] = None
+    best_eval: float = -math.inf
+    on_eval: Optional[Callable[[int, Dict[str, float]], None]] = None  # after each evaluation (Optuna pruning)
+    error: Optional[BaseException] = None  # set when this member failed; the others go on
+    final: Dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.run_dir = Path(self.run_dir)
+        params = {k: v for k, v in OmegaConf.to_container(self.spec.algo, resolve=True).items() if k != "name"}
+        self.objective = build_objective(self.spec.algo.name, **params)
+        self.data_rng = np.random.default_rng(self.spec.seed)
+        self.sample_gen = torch.Generator().manual_seed(self.spec.seed)
+
+    @property
+    def alive(self) -> bool:
+        return self.error is None
+
+    @property
+    def t(self) -> DictConfig:
+        return self.spec.trainer
+
+    @property
+    def name(self) -> str:
+        return self.spec.algo.name
+
+
+def member_optimizer_state(optimizer: torch.optim.Optimizer, params, index: int) -> Dict[str, Any]:
+    """Slot `index` of an optimizer over stacked parameters, as the state dict of the same optimizer over
+    one model's parameters (HF order): what the solo trainer saves and loads."""
+    full = optimizer.state_dict()
+    state = {}
+    for position, _ in enumerate(params):
+        entry = full["state"].get(position)
+        if entry is None:
+            continue
+        state[position] = {key: (value[index].clone() if torch.is_tensor(value) and value.dim() > 0 else
+                                 (value.clone() if torch.is_tensor(value) else copy.deepcopy(value)))
+                           for key, value in entry.items()}
+    return {"state": state, "param_groups": copy.deepcopy(full["param_groups"])}
+
+
+@torch.no_grad()
+def load_member_optimizer_state(optimizer: torch.optim.Optimizer, params, index: int, state: Dict[str, Any]) -> None:
+    """Write a solo optimizer state dict into slot `index` of the stacked optimizer's state."""
+    for position, param in enumerate(params):
+        entry = state["state"].get(position)
+        if entry is None:
+            continue
+        mine = optimizer.state.setdefault(param, {})
+        for key, value in entry.items():
+            if torch.is_tensor(value) and value.dim() > 0:
+                if key not in mine:
+                    mine[key] = torch.zeros_like(param)
+                mine[key][index].copy_(value)
+            else:
+                mine[key] = value.clone() if torch.is_tensor(value) else copy.deepcopy(value)

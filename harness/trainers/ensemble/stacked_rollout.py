@@ -1,0 +1,134 @@
+"""The ensemble's rollout engine: every member's policy in the rollout precision, sampled together.
+
+As `harness.trainers.builtin.rollout.RolloutEngine` for one run: the engine keeps its own copy of the
+weights, cast (and for fp8, quantise-dequantised) from the trainer's float32 master weights at each `sync`,
+with each member's own `mismatch_scale`; its log-probs are log μ. Decoding runs all members at once with one
+KV cache [M*B, kv_heads, T, head_dim], but each member samples from its own generator, and a member whose
+rows have all ended draws nothing more, exactly as its solo engine stops, so member k's tokens are those its
+solo run would sample.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant
+from harness.trainers.builtin.rollout import Rollout
+from harness.trainers.ensemble.stacked_model import StackedQwen3
+
+
+class StackedRollout:
+    """Rollout weights of `model`'s members in `spec.rollout_dtype`; `mismatch_scales` [M] per member."""
+
+    def __init__(self, model: StackedQwen3, spec: PrecisionSpec, mismatch_scales: Sequence[float]):
+        self.model, self.spec = model, spec
+        self.scales = torch.tensor([float(s) for s in mismatch_scales], dtype=torch.float32)
+        self.weights: Dict[str, torch.Tensor] = {
+            name: torch.empty_like(model.param(name), dtype=spec.rollout_dtype) for name in model.names}
+        self.sync()
+
+    @torch.no_grad()
+    def sync(self) -> None:
+        """Copy the trainer's current weights in, cast/quantised per member as the solo engine's `sync`."""
+        for name in self.model.names:
+            source = self.model.param(name).detach()
+            target = self.weights[name]
+            rounded = fp8_quant_dequant(source.float()) if self.spec.fp8_rollout and name in self.model.linear_names \
+                else source
+            scales = self.scales.view(-1, *([1] * (source.dim() - 1)))
+            if bool((self.scales != 1.0).any()):
+                master = source.float()
+                magnified = master + scales * (rounded.to(target.dtype).float() - master)
+                rounded = torch.where(scales == 1.0, rounded.to(target.dtype).float(), magnified)
+            target.copy_(rounded)
+        self._fuse()
+
+    def _fuse(self) -> None:
+        """Per layer one q|k|v and one gate|up weight and one q|k norm (each output element is still its own
+        dot product over the hidden size, as in separate matmuls): fewer, larger kernels per decoded token."""
+        w, heads, kv = self.weights, self.model.heads, self.model.kv_heads
+        self.fused = []
+        for i in range(self.model.layers):
+            p = f"model.layers.{i}."
+            qkv = torch.cat([w[p + f"self_attn.{x}_proj.weight"] for x in "qkv"], dim=1)
+            norm = torch.cat([w[p + "self_attn.q_norm.weight"].unsqueeze(1).expand(-1, heads, -1),
+                              w[p + "self_attn.k_norm.weight"].unsqueeze(1).expand(-1, kv, -1)], dim=1)
+            gate_up = torch.cat([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]], dim=1)
+            self.fused.append((qkv, norm, gate_up))
+
+    def _decode(self, ids: torch.Tensor, start: int, cache, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Last-position logits [M, B, V] of ids [M, B, L] at positions start..start+L-1, writing their keys and
+        values into `cache`: `StackedQwen3.run` with the fused weights."""
+        model, w = self.model, self.weights
+        M, B, L = ids.shape
+        heads, kv, dim = model.heads, model.kv_heads, model.head_dim
+        h = model._embed(ids, w["model.embed_tokens.weight"])
+        c, s = cos[start:start + L, None, :], sin[start:start + L, None, :]
+        for i, (qkv_w, norm, gate_up_w) in enumerate(self.fused):
+            p = f"model.layers.{i}."
+            x = model._rms(h, w[p + "input_layernorm.weight"]).reshape(M, B * L, -1)
+            qkv = model._mm(x, qkv_w).view(M, B * L, heads + 2 * kv, dim)
+            qk = model._rotate(model._rms_heads(qkv[:, :, :heads + kv], norm).view(M, B, L, heads + kv, dim), c, s)
+            qk = qk.reshape(M * B, L, heads + kv, dim).transpose(1, 2)
+            k_cache, v_cache = cache[i]
+            k_cache[:, :, start:start + L] = qk[:, heads:]
+            v_cache[:, :, start:start + L] = qkv[:, :, heads + kv:].reshape(M * B, L, kv, dim).transpose(1, 2)
+            attn = model._attend(qk[:, :heads], k_cache[:, :, :start + L], v_cache[:, :, :start + L], causal=L > 1)
+            attn = attn.transpose(1, 2).reshape(M, B * L, heads * dim)
+            h = h + model._mm(attn, w[p + "self_attn.o_proj.weight"]).view(M, B, L, -1)
+            gate, up = model._mm(model._rms(h, w[p + "post_attention_layernorm.weight"]).reshape(M, B * L, -1),
+                                 gate_up_w).chunk(2, dim=-1)
+            h = h + model._mm(F.silu(gate) * up, w[p + "mlp.down_proj.weight"]).view(M, B, L, -1)
+        return model._head(self.weights.__getitem__, h[:, :, -1:])[:, :, -1]
+
+    @torch.no_grad()
+    def generate(self, prompts: torch.Tensor, max_new_tokens: int, temperature: Sequence[float],
+                 generators: Sequence[Optional[torch.Generator]], topk: int = 0, greedy: bool = False,
+                 prompt_index: Optional[torch.Tensor] = None) -> List[Rollout]:
+        """One Rollout per member: prompts [M, U, P] (rows prompts[:, prompt_index] when given, else all U),
+        temperature per member, generators per member (ignored with greedy). A member given generator None
+        and greedy False is not sampled (its Rollout is all padding): used for members that have ended."""
+        M = prompts.shape[0]
+        rows = prompts if prompt_index is None else prompts[:, prompt_index]
+        B, P = rows.shape[1], rows.shape[2]
+        pad, eos = self.model.pad_token_id, self.model.eos_token_id
+        tokens = torch.full((M, B, max_new_tokens), pad, dtype=torch.long)
+        logp = torch.zeros(M, B, max_new_tokens)
+        mask = torch.zeros(M, B, max_new_tokens)
+        topk_logp = torch.zeros(M, B, max_new_tokens, topk) if topk > 0 else None
+        topk_ids = torch.zeros(M, B, max_new_tokens, topk, dtype=torch.long) if topk > 0 else None
+        active = [greedy or g is not None for g in generators]
+        alive = torch.tensor(active).view(M, 1).expand(M, B).clone()
+        dtype = self.spec.rollout_dtype
+        shape = (M * B, self.model.kv_heads, P + max_new_tokens, self.model.head_dim)
+        cache = [(torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)) for _ in range(self.model.layers)]
+        temps = torch.tensor([float(t) for t in temperature]).view(M, 1, 1)
+        cos, sin = self.model.rope(P + max_new_tokens, dtype)
+        step_input, position = rows, 0
+        for step in range(max_new_tokens):
+            logits = self._decode(step_input, position, cache, cos, sin)
+            position += step_input.shape[2]
+            log_probs = F.log_softmax(logits.float() / temps, dim=-1)  # [M, B, V]
+            chosen = torch.full((M, B), pad, dtype=torch.long)
+            for k in range(M):
+                if not bool(alive[k].any()):
+                    continue  # this member's solo engine has stopped: its generator draws nothing more
+                if greedy:
+                    chosen[k] = log_probs[k].argmax(dim=-1)
+                else:
+                    chosen[k] = torch.multinomial(log_probs[k].exp(), 1, generator=generators[k]).squeeze(-1)
+            chosen = torch.where(alive, chosen, pad)
+            tokens[:, :, step] = chosen
+            logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)
+            mask[:, :, step] = alive.float()
+            if topk > 0:
+                topk_logp[:, :, step], topk_ids[:, :, step] = log_probs.topk(topk, dim=-1)
+            alive = alive & (chosen != eos)
+            if not bool(alive.any()):
+                break
+            step_input = chosen.unsqueeze(2)
+        return [Rollout(tokens=tokens[k], logp=logp[k], mask=mask[k], lengths=mask[k].sum(dim=1).long(),
+                        topk_logp=None if topk_logp is None else topk_logp[k],
+                        topk_ids=None if topk_ids is None else topk_ids[k]) for k in range(M)]

@@ -1,0 +1,262 @@
+"""The ensemble trainer: M runs of one shape trained in one process, batched over a member dimension.
+
+Each member is a complete run (`member.Member`); members share only the shape of the computation (model
+architecture, dataset, batch sizes, sequence lengths, steps, precision preset, optimizer settings) and may
+differ in seed, objective and its parameters, sampling temperature, advantage estimator, loss aggregation,
+grad clip, warm-start seed and mismatch scale. Every step does, for all members at once, what
+`BuiltinTrainer._rl_step` does for one: sample prompts (each member's own data stream), generate with the
+rollout engine (each member's own sampling generator), recompute π', take `mini_batches` optimizer steps
+(loss, grad clip and metrics per member; one backward and one AdamW step over the stacked parameters,
+which are elementwise per member). A member's numbers are therefore those of its solo run to float rounding,
+whatever it is grouped with (tests/trainers/test_ensemble_trainer.py). A member whose loss is not finite
+ends FAILED alone; the others go on."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from omegaconf import DictConfig
+
+from harness.algorithms import aggregate, compute_advantages
+from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
+from harness.trainers.builtin.precision import precision_spec
+from harness.trainers.builtin.rollout import completions_text
+from harness.trainers.builtin.tasks import build_task
+from harness.trainers.builtin.token_stats import TokenStats
+from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
+from harness.trainers.builtin.warmstart import warm_start
+from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
+from harness.trainers.ensemble.clip import clip_per_member
+from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
+from harness.trainers.ensemble.stacked_model import StackedQwen3
+from harness.trainers.ensemble.stacked_rollout import StackedRollout
+
+log = logging.getLogger("harness")
+EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking
+
+
+def stackable(cfg: DictConfig) -> bool:
+    """Whether the run's policy is a plain Qwen3 decoder the stacked model computes (the built-in models are;
+    a `model.path` checkpoint may be another architecture)."""
+    if cfg.model.get("path") is None:
+        return True
+    from harness.trainers.builtin import fast_decode
+
+    return fast_decode.supports(build_model(cfg.model, vocab_size=len(build_tokenizer()), seed=0))
+
+
+class EnsembleTrainer:
+    """members: (spec, run_dir, tracker) of each run, specs of one shape (`harness.trainers.ensemble.shape`)."""
+
+    def __init__(self, members: Sequence[tuple], threads: Optional[int] = None):
+        """members: (spec, run_dir, tracker) or (spec, run_dir, tracker, on_eval) of each run."""
+        self.members = [Member(i, *member) for i, member in enumerate(members)]
+        self.warm_start_stats: Dict[Member, Dict[str, float]] = {}
+        first = self.members[0].spec
+        self.cfg, self.t = first, first.trainer
+        torch.set_num_threads(int(threads or self.t.torch_threads))
+        self.tokenizer = build_tokenizer()
+        self.task = build_task(first.dataset)
+        self.precision = precision_spec(first.precision.name)
+        template = build_model(first.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
+        self.model = StackedQwen3(template, len(self.members))
+        self.params = self.model.ordered_parameters()
+        self.optimizer = torch.optim.AdamW(self.params, lr=self.t.lr, weight_decay=self.t.weight_decay)
+        self.max_new_tokens = self.t.max_new_tokens or self.task.max_answer_length + 1
+        self.step = 0
+        self.step_of: Dict[int, int] = {}  # member -> the step its checkpoint was taken at
+        restored = [m for m in self.members if m.t.get("resume") or m.t.get("branch_from")]
+        for member in self.members:
+            if member in restored:
+                self._restore(member)
+            else:
+                self._warm_start(member, template)
+        steps = {int(self.step_of.get(m.index, 0)) for m in self.members}
+        if len(steps) != 1:
+            raise ValueError(f"an ensemble's members must start at the same step, got steps {sorted(steps)}")
+        self.step = steps.pop()
+        scales = [float(m.spec.precision.get("mismatch_scale", 1.0)) for m in self.members]
+        self.engine = StackedRollout(self.model, self.precision, scales)
+        self.eval_problems = self.task.eval_set()
+        self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members]).view(-1, 1, 1, 1)
+
+    # -- set-up ----------------------------------------------------------------------------------------
+    def _cache_dir(self, spec: DictConfig) -> Path:
+        root = Path(spec.output_root).expanduser()
+        return Path(spec.cache_dir).expanduser() if spec.cache_dir else root / ".harness" / "cache"
+
+    def _warm_start(self, member: Member, template) -> None:
+        model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
+        stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart,
+                           cache_dir=self._cache_dir(member.spec), seed=member.t.warmstart.seed)
+        self.model.load_member(member.index, model.state_dict())
+        member.tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
+        self.warm_start_stats[member] = stats
+
+    def _restore(self, member: Member) -> None:
+        source = ("trainer.resume", member.t.resume) if member.t.get("resume") else \
+            ("trainer.branch_from", member.t.get("branch_from"))
+        state = load_checkpoint(source[1], source[0])
+        self.model.load_member(member.index, state["model"])
+        load_member_optimizer_state(self.optimizer, self.params, member.index, state["optimizer"])
+        member.data_rng.bit_generator.state = state["data_rng"]
+        member.sample_gen.set_state(state["sample_gen"])
+        member.best_eval = state["best_eval"]
+        self.step_of[member.index] = int(state["step"])
+        log.info("member %d resumed from step %d", member.index, state["step"])
+
+    def member_state(self, member: Member) -> Dict:
+        """Member's checkpoint, in the solo trainer's format."""
+        return {"model": self.model.member_state_dict(member.index),
+                "optimizer": member_optimizer_state(self.optimizer, self.params, member.index),
+                "data_rng": member.data_rng.bit_generator.state, "sample_gen": member.sample_gen.get_state(),
+                "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": member.best_eval}
+
+    @property
+    def alive(self) -> List[Member]:
+        return [m for m in self.members if m.alive]
+
+    def fail(self, member: Member, err: BaseException) -> None:
+        member.error = err
+        log.error("run %s (member %d) failed: %s", member.run_dir, member.index, err)
+
+    # -- the forward that predicts response tokens -------------------------------------------------------
+    def _response_logits(self, prompts: torch.Tensor, prompt_index: torch.Tensor, tokens: List[torch.Tensor],
+                         rows: List[torch.Tensor], grad: bool) -> torch.Tensor:
+        """Logits [M, b, T, V] (float32, divided by each member's temperature) predicting each row's response
+        tokens: prompts [M, U, P]; rows[k] the rows of member k; tokens[k] its [B, T] responses."""
+        responses = torch.stack([tokens[k][r][:, :-1] for k, r in enumerate(rows)])
+        row_prompts = torch.stack([prompt_index[r] for r in rows])
+        with torch.set_grad_enabled(grad):
+            logits = self.model(prompts, row_prompts, responses, fp8_train=self.precision.fp8_train)
+        return logits / self.temperatures
+
+    # -- one RL step for every member ------------------------------------------------------------------
+    def rl_step(self) -> Dict[int, Dict[str, float]]:
+        t, started, M = self.t, time.perf_counter(), len(self.members)
+        group, mini_batches = int(t.group_size), int(t.mini_batches)
+        problems = [self.task.sample_train(m.data_rng, t.prompts_per_step) for m in self.members]
+        prompts = torch.stack([encode_batch(self.tokenizer, [p.prompt for p in ps]) for ps in problems])
+        prompt_index = torch.arange(prompts.shape[1]).repeat_interleave(group)
+        self.engine.sync()
+        topk = int(t.topk) if any(m.objective.needs_topk for m in self.alive) else 0
+        rollouts = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
+                                        [m.sample_gen if m.alive else None for m in self.members], topk=topk,
+                                        prompt_index=prompt_index)
+        rollout_seconds = time.perf_counter() - started
+        rewards, advantages = [], []
+        for member, rollout, ps in zip(self.members, rollouts, problems):
+            texts = completions_text(self.tokenizer, rollout)
+            r = torch.tensor([self.task.reward(ps[i // group], text) for i, text in enumerate(texts)], dtype=torch.float32)
+            rewards.append(r)
+            advantages.append(compute_advantages(r.view(-1, group), member.t.advantage).reshape(-1))
+        masks = [r.mask.float() for r in rollouts]
+        tokens = [r.tokens for r in rollouts]
+        evaluating = (self.step + 1) % t.eval_every == 0
+        stats = [TokenStats(m.objective) if evaluating else None for m in self.members]
+        batches = [torch.randperm(len(prompt_index), generator=m.sample_gen).chunk(mini_batches) if m.alive else
+                   torch.arange(len(prompt_index)).chunk(mini_batches) for m in self.members]
+        old_logp = [torch.empty_like(r.logp) for r in rollouts]
+        old_entropy = [torch.empty_like(r.logp) for r in rollouts]
+        if mini_batches > 1:  # π' of the later mini-batches, before the first optimizer step (as the solo trainer)
+            rest = [torch.cat(b[1:]) for b in batches]
+            rest_logits = self._response_logits(prompts, prompt_index, tokens, rest, grad=False)
+            for k in range(M):
+                old_logp[k][rest[k]] = token_logp(rest_logits[k], tokens[k][rest[k]])
+                old_entropy[k][rest[k]] = token_entropy(rest_logits[k])
+            del rest_logits
+        sums: List[Dict[str, float]] = [{} for _ in range(M)]
+        for index in range(mini_batches):
+            rows = [b[index] for b in batches]
+            logits = self._response_logits(prompts, prompt_index, tokens, rows, grad=True)
+            losses: Dict[int, torch.Tensor] = {}
+            for k, member in enumerate(self.members):
+                if not member.alive:
+                    continue
+                batch, rollout = rows[k], rollouts[k]
+                logp = token_logp(logits[k], tokens[k][batch])
+                if index == 0:
+                    with torch.no_grad():
+                        old_logp[k][batch] = logp.detach()
+                        old_entropy[k][batch] = token_entropy(logits[k].detach())
+                J, obj_metrics = member.objective.compute(
+                    logp, rollout.logp[batch], advantages[k][batch], response_mask=masks[k][batch],
+                    recomputed_logp=old_logp[k][batch],
+                    rollout_topk_logp=rollout.topk_logp[batch] if member.objective.needs_topk else None,
+                    rollout_topk_ids=rollout.topk_ids[batch] if member.objective.needs_topk else None,
+                    logits=logits[k], token_ids=tokens[k][batch])
+                loss = -aggregate(J, masks[k][batch], member.t.loss_agg, norm_len=self.max_new_tokens)
+                if stats[k] is not None:
+                    stats[k].add(logp, rollout.logp[batch], advantages[k][batch], masks[k][batch], old_logp[k][batch],
+                                 logits[k], token_ids=tokens[k][batch])
+                if not torch.isfinite(loss):
+                    self.fail(member, FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}"))
+                    continue
+                losses[k] = loss
+                for key, value in obj_metrics.items():
+                    sums[k][key] = sums[k].get(key, 0.0) + float(value) / mini_batches
+            self.optimizer.zero_grad(set_to_none=True)
+            if losses:
+                torch.stack(list(losses.values())).sum().backward()
+            norms = clip_per_member(self.params, [float(m.t.grad_clip) for m in self.members])
+            self.optimizer.step()
+            for k, loss in losses.items():
+                if self.members[k].alive:
+                    sums[k]["train/loss"] = sums[k].get("train/loss", 0.0) + loss.item() / mini_batches
+                    sums[k]["train/grad_norm"] = sums[k].get("train/grad_norm", 0.0) + float(norms[k]) / mini_batches
+        elapsed = time.perf_counter() - started
+        out: Dict[int, Dict[str, float]] = {}
+        for k, member in enumerate(self.members):
+            if not member.alive:
+                continue
+            if stats[k] is not None:
+                member.tracker.log_artifact(stats[k].save(member.run_dir / "token_stats", self.step + 1), "token_stats")
+            mask = masks[k]
+            out[k] = {**sums[k],
+                      "train/reward": rewards[k].mean().item(),
+                      "train/accuracy": (rewards[k] > 0.5).float().mean().item(),
+                      "train/response_length": rollouts[k].lengths.float().mean().item(),
+                      "train/entropy": masked_mean(old_entropy[k], mask),
+                      "train/mismatch": masked_mean((rollouts[k].logp.exp() - old_logp[k].exp()).abs(), mask),
+                      "train/advantage_abs": advantages[k].abs().mean().item(),
+                      "perf/step_time_s": elapsed / M,
+                      "perf/rollout_time_s": rollout_seconds / M,
+                      "perf/tokens_per_s": float(mask.sum()) * M / max(elapsed, 1e-9)}
+        return out
+
+    def evaluate(self) -> Dict[int, Dict[str, float]]:
+        """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy, as
+        `BuiltinTrainer._evaluate`."""
+        self.engine.sync()
+        seeds = [int(m.spec.dataset.seed) for m in self.members]
+        sampled = self._accuracy([torch.Generator().manual_seed(s) if m.alive else None
+                                  for s, m in zip(seeds, self.members)], greedy=False)
+        greedy = self._accuracy([None] * len(self.members), greedy=True)
+        out = {}
+        for k, member in enumerate(self.members):
+            if member.alive:
+                member.best_eval = max(member.best_eval, sampled[k])
+                out[k] = {"eval/accuracy": sampled[k], "eval/greedy_accuracy": greedy[k],
+                          "eval/best_accuracy": member.best_eval}
+        return out
+
+    def _accuracy(self, generators: List[Optional[torch.Generator]], greedy: bool) -> List[float]:
+        problems, M = self.eval_problems, len(self.members)
+        max_new_tokens = self.task.max_answer_length + 1
+        rewards: List[List[float]] = [[] for _ in range(M)]
+        for start in range(0, len(problems), EVAL_BATCH):
+            chunk = problems[start:start + EVAL_BATCH]
+            prompts = encode_batch(self.tokenizer, [p.prompt for p in chunk]).unsqueeze(0).expand(M, -1, -1)
+            rollouts = self.engine.generate(prompts, max_new_tokens, [m.t.temperature for m in self.members],
+                                            generators, greedy=greedy)
+            for k, rollout in enumerate(rollouts):
+                rewards[k] += [self.task.reward(p, c) for p, c in zip(chunk, completions_text(self.tokenizer, rollout))]
+        return [float(sum(r) / len(r)) if r else float("nan") for r in rewards]
+
+    def checkpoint_writers(self) -> List[CheckpointWriter]:
+        return [CheckpointWriter(m.run_dir, m.tracker.flush, (lambda tr=m.tracker: tr.run_id),
+                                 background=m.t.checkpoint_background) for m in self.members]
