@@ -5,7 +5,7 @@
 1. `python -m harness trainer.steps=S` (default spec: dppo, sorting, MLflow SQLite store, checkpoints and
    evals every 10 steps) sized to a ~60 s run (S from a short calibration run; --quick: one debug=quick
    run), in a subprocess whose `harness.cli.main` is wrapped with timers: the trainer's own time is every
-   `_rl_step` and `_evaluate` plus the trainer's construction (`build_trainer`: importing the trainer's
+   `rl_step` and `evaluate` plus the trainer's construction (`build_trainer`: importing the trainer's
    module with torch, the model, warm start from the cache; the trainer's methods are wrapped once
    `build_trainer` has imported them, so those imports are paid where a real run pays them); the
    overhead is the rest of the wall time measured by the parent — interpreter start, imports,
@@ -66,13 +66,14 @@ def wrap(owner, attr, key):
     setattr(owner, attr, timed)
 def wrap_trainer():
     # after build_trainer imported the trainer's module (torch, transformers), as the real run does
-    import harness.trainers.builtin.trainer as bt
-    if getattr(bt, "_bench_timed", False):
+    import harness.trainers.ensemble.solo as solo
+    import harness.trainers.ensemble.trainer as et
+    if getattr(et, "_bench_timed", False):
         return
-    bt._bench_timed = True
-    wrap(bt.BuiltinTrainer, "train", "train")
-    wrap(bt.BuiltinTrainer, "_rl_step", "rl_steps")
-    wrap(bt.BuiltinTrainer, "_evaluate", "evals")
+    et._bench_timed = True
+    wrap(solo.SoloTrainer, "train", "train")
+    wrap(et.EnsembleTrainer, "rl_step", "rl_steps")
+    wrap(et.EnsembleTrainer, "evaluate", "evals")
     import harness.trainers.checkpoint as ck
     wrap(ck.CheckpointWriter, "save", "checkpoints")  # the loop's share: a copy of the state, joining the last write
     wrap(ck.CheckpointWriter, "wait", "checkpoints")

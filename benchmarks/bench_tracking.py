@@ -7,7 +7,7 @@ under the store lock as a job's tracker does with `ensure_experiment`), the trac
 and the built-in trainer: the MlflowTracker, which writes metrics.jsonl and hands the steps to MLflow's own
 asynchronous logging (`MlflowClient.log_batch(..., synchronous=False)`, its worker threads).
 
-1. `tracking.step_fraction`: the loop `BuiltinTrainer.train` runs, one real RL step then
+1. `tracking.step_fraction`: the loop the trainer runs (harness/trainers/ensemble/loop.py), one real RL step then
    `tracker.log_metrics(metrics, step)` (~30 keys). The call itself only writes metrics.jsonl and keeps
    the step; the store gets the steps as one asynchronous `log_batch` every few seconds. What the step pays
    is counted as the call's wall time (median) plus the CPU time spent recording on other threads, per
@@ -49,7 +49,7 @@ def main(argv=None) -> int:
 
     from harness.tracking import open_tracker
     from harness.tracking.store import ensure_experiment, tracking_uri
-    from harness.trainers.builtin.trainer import BuiltinTrainer
+    from harness.trainers.ensemble.trainer import EnsembleTrainer
 
     overrides = ["trainer.progress=false", "trainer.torch_threads=1", *(["debug=quick"] if args.quick else [])]
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         experiment_id = ensure_experiment(cfg)[1]  # creates the store, under its lock, before any client
         run_dir = Path(tmp) / "run"
         tracker = open_tracker(cfg, run_dir, run_name="bench-tracking")
-        trainer = BuiltinTrainer(cfg, run_dir, tracker)
+        trainer = EnsembleTrainer([(cfg, run_dir, tracker)])  # a run alone: the ensemble of one
         client = MlflowClient(tracking_uri=tracking_uri(cfg))
         baseline_run = client.create_run(experiment_id, run_name="bench-tracking-per-metric").info.run_id
 
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
                 cpu_start = other_threads_cpu_s()
             step += 1
             started = time.perf_counter()
-            metrics = trainer._rl_step()
+            metrics = trainer.rl_step()[0]
             step_s.append(time.perf_counter() - started)
             n_metrics = len(metrics)
             started = time.perf_counter()

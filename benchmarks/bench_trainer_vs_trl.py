@@ -17,7 +17,8 @@ bigger one (hidden 128, 4 layers, arithmetic: `step_speedup_bigger`, --quick ski
 Interleaving: TRL's own training loop drives; a callback at the end of every TRL step runs one built-in
 step, so the two alternate step by step in one process. A TRL step is timed from the end of the previous
 built-in step to TRL's next `on_step_end` (its data loading and logging included); a built-in step is
-`_rl_step()` + `log_metrics`, as in `BuiltinTrainer.train`. Figures are medians of per-pair ratios.
+`rl_step()` + `log_metrics`, as in the trainer's loop (harness/trainers/ensemble/loop.py; a run alone is
+the ensemble of one). Figures are medians of per-pair ratios.
 
 Known differences, kept as each trainer does them: TRL runs every completion's whole sequence (its
 prompt repeated once per row of the group) through generation's prefill and through the training forward;
@@ -28,7 +29,6 @@ comes from the grad forward; TRL skips π' with one mini-batch (π' = π).
 """
 from __future__ import annotations
 
-import copy
 import sys
 import tempfile
 import time
@@ -48,13 +48,13 @@ BIGGER = ["model.hidden_size=128", "model.num_layers=4", "dataset=arithmetic"]
 
 def builtin_trainer(quick: bool, root: Path, cache_dir: Path, shape=()):
     from harness.tracking.local_tracker import Tracker
-    from harness.trainers.builtin.trainer import BuiltinTrainer
+    from harness.trainers.ensemble.trainer import EnsembleTrainer
 
     overrides = ["algo=grpo", "trainer.mini_batches=1", "tracking=none", "trainer.progress=false",
                  "trainer.torch_threads=1", *shape, *(["debug=quick"] if quick else [])]
     cfg = bench_config(overrides, root, cache_dir)
     run_dir = root / "builtin"
-    return BuiltinTrainer(cfg, run_dir, Tracker(run_dir)), overrides
+    return EnsembleTrainer([(cfg, run_dir, Tracker(run_dir))]), overrides  # a run alone: the ensemble of one
 
 
 def trl_trainer(builtin, steps: int, root: Path, callback):
@@ -86,7 +86,7 @@ def trl_trainer(builtin, steps: int, root: Path, callback):
         scale_rewards="group", mask_truncated_completions=False, logging_steps=1, save_strategy="no",
         report_to=[], use_cpu=True, bf16=False, fp16=False, seed=builtin.cfg.seed, disable_tqdm=True,
         dataloader_num_workers=0, dataloader_pin_memory=False, log_level="error")
-    trainer = GRPOTrainer(model=copy.deepcopy(builtin.model), reward_funcs=verifier, args=args,
+    trainer = GRPOTrainer(model=builtin.member_model(0), reward_funcs=verifier, args=args,
                           train_dataset=dataset, processing_class=build_tokenizer(), callbacks=[callback])
     trainer.remove_callback(PrinterCallback)  # it prints every step's logs to stdout
     torch.set_num_threads(builtin.t.torch_threads)
@@ -110,9 +110,9 @@ def make_callback(builtin):
         def on_step_end(self, args, state, control, **kwargs):
             self.trl_s.append(time.perf_counter() - self.mark)
             started = time.perf_counter()
-            metrics = builtin._rl_step()
+            metrics = builtin.rl_step()[0]
             builtin.step += 1
-            builtin.tracker.log_metrics(metrics, step=builtin.step)
+            builtin.members[0].tracker.log_metrics(metrics, step=builtin.step)
             self.builtin_s.append(time.perf_counter() - started)
             self.builtin_tokens.append(metrics["train/response_length"] * batch)
             self.mark = time.perf_counter()
@@ -174,7 +174,7 @@ def measure(args, warmup: int, reps: int, shape) -> dict:
         callback = make_callback(builtin)
         trainer = trl_trainer(builtin, warmup + reps, root, callback)
         trainer.train()
-        builtin.tracker.finish("FINISHED")
+        builtin.members[0].tracker.finish("FINISHED")
     t = builtin.t
     setup = {"overrides": overrides, "prompts_x_group": f"{t.prompts_per_step} x {t.group_size}",
              "max_new_tokens": builtin.max_new_tokens, "torch_threads": torch.get_num_threads(),

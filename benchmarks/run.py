@@ -56,8 +56,11 @@ BENCHMARKS: Dict[str, Benchmark] = {
     "sweep_scaling": Benchmark("bench_sweep_scaling.py", ["sweep_scaling.runs_per_hour_2_vs_1",
                                                           "sweep_scaling.runs_per_hour_2_vs_1_short_runs"]),
     "preflight": Benchmark("bench_preflight.py", ["preflight.grid_100_vs_20s_budget", "preflight.vs_hydra_serial"]),
+    "ensemble": Benchmark("bench_ensemble.py", ["ensemble.sweep_vs_processes",
+                                                "ensemble.runs_per_core_hour_vs_local_parallel",
+                                                "ensemble.members_curve"]),
 }
-OWN = {"trainer_vs_trl", "compute_efficiency", "overhead", "tracking", "sweep_scaling"}  # take --cache-dir
+OWN = {"trainer_vs_trl", "compute_efficiency", "overhead", "tracking", "sweep_scaling", "ensemble"}  # take --cache-dir
 
 
 # -- figures -----------------------------------------------------------------------------------------------

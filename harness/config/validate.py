@@ -100,6 +100,8 @@ def _validate_launcher(cfg: DictConfig) -> None:
 
     _check(cfg, "launcher.name", lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}")
     _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
+    _check(cfg, "launcher.members", lambda v: v is None or v >= 1,
+           "null (runs of one shape train together, as many as fit in memory) or an integer >= 1 (1: each run alone)")
     if cfg.launcher.name in ("slurm", "submitit_local"):
         from harness.launchers.profiles import profile_for  # (imports subprocess: only for cluster profiles)
 

@@ -87,13 +87,14 @@ class HarnessLauncher(Launcher):
             config.hydra.overrides.task = [*config.hydra.overrides.task, *extra]
         self.composed[composed.key(overrides)] = (config, spec)
 
-    def for_job(self, overrides: Sequence[str]) -> "HarnessLauncher":
-        """A copy of this launcher carrying only the composed config of one job (what travels to its worker)."""
+    def for_job(self, *overrides: Sequence[str]) -> "HarnessLauncher":
+        """A copy of this launcher carrying only the composed configs of these jobs (what travels to their
+        worker)."""
         from harness.config import composed
 
         job = copy.copy(self)
-        entry = self.composed.get(composed.key(overrides))
-        job.composed = {composed.key(overrides): entry} if entry else {}
+        keys = [composed.key(o) for o in overrides]
+        job.composed = {key: self.composed[key] for key in keys if key in self.composed}
         return job
 
     def groups(self, jobs: List[tuple], parts: int = 1) -> List[List[int]]:
@@ -105,16 +106,17 @@ class HarnessLauncher(Launcher):
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
         return plan(specs, cap, parts)
 
-    def run_group(self, group: List[tuple], singleton_state: Any, threads: int) -> List[JobReturn]:
+    def run_group(self, group: List[tuple], singleton_state: Any, threads: int,
+                  progress: bool = True) -> List[JobReturn]:
         """Run (overrides, idx) jobs in this process: one alone as Hydra's launchers do, several as an
-        ensemble (harness/launchers/ensemble_run.py) on `threads` torch threads."""
+        ensemble (harness/launchers/ensemble_run.py) on `threads` torch threads (progress: its own bar)."""
         if len(group) == 1:
             return [self.run_one(*group[0], singleton_state)]
         from harness.launchers.ensemble_run import run_ensemble
 
         setup_globals()
         Singleton.set_state(singleton_state)
-        return run_ensemble(self, group, threads)
+        return run_ensemble(self, group, threads, progress)
 
     def run_one(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
         """Run one job in this process (a worker). Mirrors Hydra's basic launcher."""
@@ -179,14 +181,22 @@ def job_outcome(ret: JobReturn) -> str:
 
 class SequentialLauncher(HarnessLauncher):
     """launcher=local: the jobs one after another in this process (Hydra's basic launcher, fed the preflight's
-    configs instead of composing each job again); built-in runs of one shape train together as ensembles
-    on every core (`launcher.members=1`: one run at a time)."""
+    configs instead of composing each job again). Built-in runs of one shape train together as ensembles,
+    one per core in a worker process each (`launcher.members=1`: one run at a time, in this process)."""
 
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        cores = max(1, os.cpu_count() or 1)
+        groups = self.groups(jobs, parts=cores)
+        if cores > 1 and any(len(group) > 1 for group in groups):
+            # Ensembles use the cores as one worker process each: a tiny model's ops are too small for torch's
+            # intra-op threads, whose spinning workers also collapse when anything else wants a core.
+            from harness.launchers.worker_pool import run_groups
+
+            return run_groups(self, jobs, groups, min(cores, len(groups)), lambda _: 1)
         state = Singleton.get_state()
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
-        threads = max(1, os.cpu_count() or 1)  # an ensemble has this process to itself
-        for group in self.groups(jobs):
+        for group in groups:
+            threads = max(int(OmegaConf.select(self.config, "trainer.torch_threads") or 1), 1)
             for position, ret in zip(group, self.run_group([jobs[p] for p in group], state, threads)):
                 results[position] = ret
         return results

@@ -41,7 +41,7 @@ def _start(launcher, overrides: Sequence[str], idx: int) -> JobReturn:
                    job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
 
-def run_ensemble(launcher, group: Sequence[tuple], threads: int) -> List[JobReturn]:
+def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool = True) -> List[JobReturn]:
     """group: (overrides, idx) of each job; returns their JobReturns in the same order. Members that resume
     from different steps (a requeued ensemble whose members were preempted at different checkpoints) train
     as one ensemble per starting step."""
@@ -55,7 +55,7 @@ def run_ensemble(launcher, group: Sequence[tuple], threads: int) -> List[JobRetu
     for step in sorted(by_step):
         batch = by_step[step]
         try:
-            _train(batch, threads)
+            _train(batch, threads, progress)
         except (KeyboardInterrupt, Killed) as err:
             for ret in pending:
                 if ret not in batch:  # started, never trained: ends with the others
@@ -65,7 +65,7 @@ def run_ensemble(launcher, group: Sequence[tuple], threads: int) -> List[JobRetu
     return returns
 
 
-def _train(batch: List[JobReturn], threads: int) -> None:
+def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
     """Train the started runs of `batch` together; each JobReturn's value becomes its run's JobResult."""
     from harness.trainers.ensemble import loop
     from harness.trainers.ensemble.trainer import EnsembleTrainer
@@ -77,7 +77,7 @@ def _train(batch: List[JobReturn], threads: int) -> None:
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     try:
         trainer = EnsembleTrainer([(run.spec, run.run_dir, run.tracker) for run in runs], threads=threads)
-        loop.train(trainer)
+        loop.train(trainer, progress=progress)
     except (KeyboardInterrupt, Killed) as err:
         for ret, run in zip(batch, runs):
             ret._return_value = finish_run(run, None, err)

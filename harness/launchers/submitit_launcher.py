@@ -24,21 +24,26 @@ class SubmititLauncher(HarnessLauncher):
     run config's `launcher` node, so they are validated and recorded like every other setting."""
 
     # -- in the worker ---------------------------------------------------------------------------------
-    def __call__(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
-        ret = self.run_one(overrides, idx, singleton_state)
-        outcome = job_outcome(ret)
-        if outcome not in ("FINISHED", "SKIPPED"):
+    def __call__(self, group: List[tuple], singleton_state: Any, threads: int) -> List[JobReturn]:
+        """One cluster job: a run alone, or an ensemble of runs (`launcher.members`). It ends FAILED in the
+        scheduler when any of its runs did not finish; each run's own status is in its folder and MLflow."""
+        rets = self.run_group(group, singleton_state, threads)
+        failed = [(ret, job_outcome(ret)) for ret in rets if job_outcome(ret) not in ("FINISHED", "SKIPPED")]
+        if failed:
+            ret, outcome = failed[0]
             error = getattr(ret._return_value, "error", None) or ret._return_value
-            raise JobFailed(f"run {outcome}: {error}")
-        return ret
+            more = f" (and {len(failed) - 1} more runs of this job)" if len(failed) > 1 else ""
+            raise JobFailed(f"run {outcome}: {error}{more}")
+        return rets
 
-    def checkpoint(self, overrides: Sequence[str], idx: int, singleton_state: Any):
+    def checkpoint(self, group: List[tuple], singleton_state: Any, threads: int):
         """Called by submitit on preemption/timeout (USR2): requeue the same job. It runs again in the same
-        folder, where `run_one` finds the checkpoint of this attempt and resumes from it."""
+        folders, where each run finds the checkpoint of this attempt and resumes from it."""
         import submitit
 
-        log.warning("job #%d preempted or timed out: requeued, it will resume from its checkpoint", idx)
-        return submitit.helpers.DelayedSubmission(self, overrides, idx, singleton_state)
+        log.warning("job %s preempted or timed out: requeued, its runs will resume from their checkpoints",
+                    ", ".join(f"#{idx}" for _, idx in group))
+        return submitit.helpers.DelayedSubmission(self, group, singleton_state, threads)
 
     # -- in the driver -----------------------------------------------------------------------------------
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
@@ -51,12 +56,23 @@ class SubmititLauncher(HarnessLauncher):
         executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
+        groups = self.groups(jobs)
+        threads = max(1, int(profile.cpus_per_task or 1))
         with executor.batch():
-            submitted = [executor.submit(self.for_job(overrides), overrides, idx, state) for overrides, idx in jobs]
+            batches = [executor.submit(self.for_job(*(jobs[p][0] for p in group)), [jobs[p] for p in group], state,
+                                       threads) for group in groups]
+        submitted = [None] * len(jobs)
+        for group, job in zip(groups, batches):
+            for position in group:
+                submitted[position] = job
         self._record_submission(sweep_dir, jobs, submitted, cluster)
         if self.config.launcher.detach:
             return [self._detached_return(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
-        return [self._wait(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
+        results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
+        for group, job in zip(groups, batches):
+            for position, ret in zip(group, self._wait([jobs[p] for p in group], job, sweep_dir)):
+                results[position] = ret
+        return results
 
     @staticmethod
     def _record_submission(sweep_dir: Path, jobs: List[tuple], submitted: list, cluster: str) -> None:
@@ -78,9 +94,11 @@ class SubmititLauncher(HarnessLauncher):
         return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
 
     @staticmethod
-    def _wait(overrides: Sequence[str], job) -> JobReturn:
+    def _wait(group: List[tuple], job, sweep_dir: Path) -> List[JobReturn]:
+        """The JobReturns of the runs (overrides, idx) of one cluster job. When the job failed, a run of its
+        ensemble that finished (its folder's status.txt) is still reported FINISHED."""
         try:
-            ret = job.result()
+            rets = job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
             from harness.results import RESULTS, JobResult, run_name
 
@@ -89,9 +107,18 @@ class SubmititLauncher(HarnessLauncher):
                           message[-1] if message else type(err).__name__)
             state = job.state
             status = "KILLED" if state.startswith("CANCELLED") else "FAILED"
-            RESULTS.append(JobResult(name=run_name(overrides), status=status, run_dir=str(job.paths.folder),
-                                     error=f"job {job.job_id} ({state}): {reason}"))
-            return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED,
-                             _return_value=RESULTS[-1])
-        record_result(ret, overrides)
-        return ret
+            rets = []
+            for overrides, idx in group:
+                run_dir = sweep_dir / str(idx)
+                own = (run_dir / "status.txt").read_text().strip() if (run_dir / "status.txt").is_file() else ""
+                if len(group) > 1 and own == "FINISHED":
+                    result = JobResult(name=run_name(overrides), status="FINISHED", run_dir=str(run_dir))
+                else:
+                    result = JobResult(name=run_name(overrides), status=status, run_dir=str(job.paths.folder),
+                                       error=f"job {job.job_id} ({state}): {reason}")
+                RESULTS.append(result)
+                rets.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result))
+            return rets
+        for ret, (overrides, _) in zip(rets, group):
+            record_result(ret, overrides)
+        return rets

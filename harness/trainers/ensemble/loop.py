@@ -59,11 +59,12 @@ def _after_evaluation(trainer: EnsembleTrainer, metrics: Dict[int, Dict[str, flo
                 trainer.fail(member, err)
 
 
-def train(trainer: EnsembleTrainer) -> None:
-    """Train every member to `trainer.steps`; each member's `final` holds its last metrics, `error` its failure."""
+def train(trainer: EnsembleTrainer, progress: bool = True) -> None:
+    """Train every member to `trainer.steps`; each member's `final` holds its last metrics, `error` its failure.
+    progress=False: no progress bar (a worker of a sweep that shows its own)."""
     writers = trainer.checkpoint_writers()
     try:
-        _loop(trainer, writers)
+        _loop(trainer, writers, progress)
     except BaseException:
         for writer in writers:
             writer.wait(raise_error=False)  # a stopped ensemble leaves each member's latest checkpoint whole
@@ -76,7 +77,7 @@ def train(trainer: EnsembleTrainer) -> None:
                 trainer.fail(member, err)
 
 
-def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter]) -> None:
+def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: bool) -> None:
     from tqdm import tqdm
 
     t = trainer.t
@@ -91,7 +92,7 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter]) -> None:
     metrics: Dict[int, Dict[str, float]] = {}
     desc = trainer.cfg.algo.name if len(trainer.members) == 1 else f"ensemble of {len(trainer.members)}"
     bar = tqdm(total=t.steps, initial=trainer.step, desc=desc, unit="step",
-               disable=None if t.progress else True, dynamic_ncols=True)
+               disable=None if t.progress and progress else True, dynamic_ncols=True)
     while trainer.step < t.steps and trainer.alive:
         metrics = trainer.rl_step()
         trainer.step += 1

@@ -116,6 +116,12 @@ class EnsembleTrainer:
                 "data_rng": member.data_rng.bit_generator.state, "sample_gen": member.sample_gen.get_state(),
                 "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": member.best_eval}
 
+    def member_model(self, index: int):
+        """Member `index`'s current weights in a transformers Qwen3ForCausalLM (an export, not a view)."""
+        model = build_model(self.cfg.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
+        model.load_state_dict(self.model.member_state_dict(index))
+        return model
+
     @property
     def alive(self) -> List[Member]:
         return [m for m in self.members if m.alive]

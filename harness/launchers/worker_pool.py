@@ -1,0 +1,105 @@
+"""A pool of spawned worker processes on this machine that run a sweep's jobs in groups: a group of one
+job as Hydra's launchers run a job, a larger group as one ensemble (harness/launchers/ensemble_run.py).
+Workers die with their driver, and leave without finalizing the interpreter once their work is done."""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.context
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Callable, List, Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus
+
+from harness.launchers.base import log
+from harness.launchers.results import record_result, record_worker_crash
+
+
+def _run_pickled(payload: bytes) -> List[JobReturn]:
+    """Worker entry: the launcher travels cloudpickled (Hydra's resolvers are local closures). Runs a group
+    of jobs: one alone, several as an ensemble."""
+    import cloudpickle
+
+    launcher, group, state, threads, progress = cloudpickle.loads(payload)
+    try:
+        rets = launcher.run_group(group, state, threads, progress=progress)
+    finally:
+        if os.getppid() != _DRIVER_PID:  # the driver died (its SIGTERM closed this job's run KILLED): no one
+            _leave()                     # will send more work, and the task queue never reports its end
+    for ret in rets:
+        ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
+    return rets
+
+
+_DRIVER_PID = os.getppid()  # in a worker: set again when it starts (`_QuickExitProcess.run`)
+
+
+def _leave() -> None:
+    """End this worker now, its output flushed, without finalizing the interpreter."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
+class _QuickExitProcess(multiprocessing.context.SpawnProcess):
+    """A worker dies with the driver (SIGTERM when the driver dies, even by SIGKILL). A worker whose loop
+    ended normally leaves without finalizing the interpreter: tearing down torch's,
+    MLflow's and SQLAlchemy's modules took ~2 s at the end of every sweep, which the driver waited for.
+    Its jobs have closed their runs and files by then; logging and stdio are flushed here."""
+
+    def run(self) -> None:
+        from harness.parent_death import die_with_parent
+
+        global _DRIVER_PID
+        _DRIVER_PID = os.getppid()
+        die_with_parent()  # a driver killed even by SIGKILL takes its workers along: their runs end KILLED
+        super().run()
+        _leave()
+
+
+class _QuickExitSpawnContext(multiprocessing.context.SpawnContext):
+    Process = _QuickExitProcess
+
+
+
+def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: int,
+               threads_of: Callable[[List[tuple]], int]) -> Sequence[JobReturn]:
+    """Run the (overrides, idx) `jobs` of each group (positions into `jobs`) on `workers` processes; each
+    group's ensemble on `threads_of(its jobs)` torch threads. One sweep-level progress bar; an ensemble's own
+    bar only when a single worker runs."""
+    import cloudpickle
+    from tqdm import tqdm
+
+    state = Singleton.get_state()
+    results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
+    context = _QuickExitSpawnContext()  # spawn: no inherited torch/OpenMP state
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, \
+            tqdm(total=len(jobs), desc="sweep", unit="run", disable=None) as bar:
+        futures = {}
+        for group in groups:
+            members = [jobs[p] for p in group]
+            payload = cloudpickle.dumps((launcher.for_job(*(o for o, _ in members)), members, state,
+                                         threads_of(members), workers == 1))
+            futures[pool.submit(_run_pickled, payload)] = group
+        for future in as_completed(futures):
+            group = futures[future]
+            try:
+                rets = future.result()
+            except BaseException as err:  # a worker that died (e.g. killed) must not stop the others
+                rets = []
+                for position in group:
+                    overrides, idx = jobs[position]
+                    log.error("job #%d crashed: %s", idx, err)
+                    rets.append(JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=err))
+                    record_worker_crash(overrides, idx, err)
+            else:
+                for position, ret in zip(group, rets):
+                    record_result(ret, jobs[position][0])
+            for position, ret in zip(group, rets):
+                results[position] = ret
+            bar.update(len(group))
+    return results

@@ -1,0 +1,97 @@
+"""The stacked model computes, for each member, what transformers' Qwen3ForCausalLM computes on the same
+weights, and its members' weights go in and out as HF state dicts."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import tiny_model_cfg
+from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.precision import precision_spec
+from harness.trainers.builtin.rollout import RolloutEngine
+from harness.trainers.ensemble.stacked_model import StackedQwen3
+from harness.trainers.ensemble.stacked_rollout import StackedRollout
+
+VOCAB = 40
+
+
+def members(count: int, **cfg):
+    model_cfg = tiny_model_cfg(**cfg)
+    return [build_model(model_cfg, VOCAB, seed=seed) for seed in range(count)]
+
+
+def stacked(models) -> StackedQwen3:
+    model = StackedQwen3(models[0], len(models))
+    for k, hf in enumerate(models):
+        model.load_member(k, hf.state_dict())
+    return model
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_member_logits_match_transformers(tied):
+    models = members(3, tie_word_embeddings=tied)
+    model = stacked(models)
+    prompts = torch.randint(3, VOCAB, (3, 4, 6))
+    responses = torch.randint(3, VOCAB, (3, 5, 7))
+    rows = torch.tensor([[0, 0, 1, 3, 2], [3, 3, 3, 0, 1], [1, 2, 0, 0, 0]])
+    logits = model(prompts, rows, responses)  # [3, 5, 8, V]
+    for k, hf in enumerate(models):
+        full = torch.cat([prompts[k][rows[k]], responses[k]], dim=1)
+        expected = hf(input_ids=full, use_cache=False).logits[:, prompts.shape[2] - 1:]
+        torch.testing.assert_close(logits[k], expected, atol=2e-5, rtol=1e-5)
+
+
+def test_state_dicts_round_trip_and_members_are_independent():
+    models = members(2)
+    model = stacked(models)
+    for k, hf in enumerate(models):
+        state = model.member_state_dict(k)
+        assert state.keys() == hf.state_dict().keys()
+        for name, tensor in hf.state_dict().items():
+            assert torch.equal(state[name], tensor), name
+    ids = torch.randint(3, VOCAB, (2, 3, 5))
+    before = model.run(model.param, ids)[0]
+    with torch.no_grad():
+        model.param("model.layers.0.mlp.up_proj.weight")[1].mul_(3.0)  # change member 1 only
+    assert torch.equal(model.run(model.param, ids)[0], before)
+
+
+def test_gradients_stay_within_their_member():
+    model = stacked(members(3))
+    prompts = torch.randint(3, VOCAB, (3, 2, 4))
+    logits = model(prompts, torch.zeros(3, 2, dtype=torch.long), torch.randint(3, VOCAB, (3, 2, 3)))
+    logits[1].sum().backward()
+    for param in model.ordered_parameters():
+        assert torch.count_nonzero(param.grad[0]) == 0 and torch.count_nonzero(param.grad[2]) == 0
+    assert any(torch.count_nonzero(p.grad[1]) > 0 for p in model.ordered_parameters())
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp8_rollout"])
+def test_rollout_samples_what_each_members_solo_engine_samples(precision):
+    models = members(3)
+    model = stacked(models)
+    spec = precision_spec(precision)
+    engine = StackedRollout(model, spec, [1.0, 1.0, 1.0])
+    prompts = torch.randint(3, VOCAB, (3, 2, 5))
+    index = torch.tensor([0, 0, 1, 1])
+    gens = [torch.Generator().manual_seed(10 + k) for k in range(3)]
+    rollouts = engine.generate(prompts, 6, [1.0, 0.7, 1.0], gens, topk=3, prompt_index=index)
+    for k, hf in enumerate(models):
+        solo = RolloutEngine.from_model(hf, spec)
+        expected = solo.generate(prompts[k], 6, [1.0, 0.7, 1.0][k], torch.Generator().manual_seed(10 + k), topk=3,
+                                 prompt_index=index)
+        assert torch.equal(rollouts[k].tokens, expected.tokens)
+        assert torch.equal(rollouts[k].mask, expected.mask)
+        tolerance = 1e-5 if precision == "fp32" else 3e-2
+        torch.testing.assert_close(rollouts[k].logp, expected.logp, atol=tolerance, rtol=0)
+        assert torch.equal(rollouts[k].topk_ids[expected.mask.bool()], expected.topk_ids[expected.mask.bool()])
+
+
+def test_mismatch_scale_is_per_member():
+    models = members(1)
+    model = stacked(models * 2)
+    engine = StackedRollout(model, precision_spec("bf16"), [1.0, 4.0])
+    for scale, k in ((1.0, 0), (4.0, 1)):
+        solo = RolloutEngine.from_model(models[0], precision_spec("bf16", scale))
+        for name, weight in solo.policy.named_parameters():
+            assert torch.equal(engine.weights[name][k], weight), (name, scale)

@@ -1,0 +1,120 @@
+"""A run's result never depends on what it was grouped with: each member of a mixed ensemble (two objectives,
+three δ, two seeds) logs, through step 3, what the same config logs alone (the ensemble of one), and samples
+the same tokens as the Hugging Face reference trainer at step 1; a member that fails ends alone."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.config.compose import compose
+from harness.config.validate import validate
+from harness.tracking.local_tracker import Tracker
+from harness.trainers.builtin.trainer import BuiltinTrainer
+from harness.trainers.ensemble import loop
+from harness.trainers.ensemble.trainer import EnsembleTrainer
+
+MIXED = [(algo, delta, seed) for algo in ("dppo", "drpo") for delta in (0.1, 0.2, 0.4) for seed in (0, 1)]
+
+
+def spec(tmp: Path, cache: Path, algo: str, delta: float, seed: int, *extra: str):
+    overrides = [f"output_root={tmp}", f"cache_dir={cache}", "debug=quick", "trainer.steps=3",
+                 "trainer.checkpoint_every=100", f"algo={algo}", f"delta={delta}", f"seed={seed}", *extra]
+    return validate(compose(overrides), overrides)
+
+
+def records(run_dir: Path) -> list:
+    """Every logged metric but timings (warm-start cache hits differ: the first member trains it)."""
+    lines = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in line.items() if not k.startswith(("perf/", "warmstart/"))} for line in lines]
+
+
+def train(specs, folder: Path) -> EnsembleTrainer:
+    trainer = EnsembleTrainer([(s, folder / str(k), Tracker(folder / str(k))) for k, s in enumerate(specs)])
+    loop.train(trainer)
+    for member in trainer.members:
+        member.tracker.finish("FINISHED" if member.alive else "FAILED")
+    return trainer
+
+
+def assert_close_records(a: list, b: list, tolerance: float = 1e-4) -> None:
+    assert len(a) == len(b) and len(a) >= 5
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys()
+        for key in x:
+            assert abs(x[key] - y[key]) <= tolerance, (x["step"], key, x[key], y[key])
+
+
+@pytest.mark.slow
+def test_each_member_of_a_mixed_ensemble_logs_what_it_logs_alone(tmp_path, warm_cache):
+    specs = [spec(tmp_path, warm_cache, *variant) for variant in MIXED]
+    train(specs, tmp_path / "ensemble")
+    for k in (0, 5, 7, 11):  # both objectives, every δ, both seeds; each alone costs a process's worth of time
+        train([specs[k]], tmp_path / f"alone{k}")
+        assert_close_records(records(tmp_path / "ensemble" / str(k)), records(tmp_path / f"alone{k}" / "0"))
+
+
+def test_step_one_samples_what_the_reference_trainer_samples(tmp_path, warm_cache):
+    specs = [spec(tmp_path, warm_cache, *variant) for variant in (("dppo", 0.1, 0), ("drpo", 0.2, 1))]
+    ensemble = EnsembleTrainer([(s, tmp_path / f"e{k}", Tracker(tmp_path / f"e{k}")) for k, s in enumerate(specs)])
+    sampled = []
+    generate = ensemble.engine.generate
+    ensemble.engine.generate = lambda *a, **kw: sampled.append(generate(*a, **kw)) or sampled[-1]
+    metrics = ensemble.rl_step()
+    for k, s in enumerate(specs):
+        reference = BuiltinTrainer(s, tmp_path / f"r{k}", Tracker(tmp_path / f"r{k}"))
+        solo_rollouts = []
+        solo_generate = reference.engine.generate
+        reference.engine.generate = lambda *a, **kw: solo_rollouts.append(solo_generate(*a, **kw)) or solo_rollouts[-1]
+        expected = reference._rl_step()
+        assert torch.equal(sampled[0][k].tokens, solo_rollouts[0].tokens)
+        for key, value in expected.items():
+            if not key.startswith("perf/"):
+                assert metrics[k][key] == pytest.approx(value, abs=1e-4), key
+
+
+def test_a_failing_member_ends_alone_and_the_others_are_unchanged(tmp_path, warm_cache):
+    specs = [spec(tmp_path, warm_cache, *variant) for variant in (("dppo", 0.1, 0), ("drpo", 0.2, 1), ("dppo", 0.4, 1))]
+    clean = train(specs, tmp_path / "clean")
+    broken = EnsembleTrainer([(s, tmp_path / "broken" / str(k), Tracker(tmp_path / "broken" / str(k)))
+                              for k, s in enumerate(specs)])
+    compute = broken.members[1].objective.compute
+    calls = []
+
+    def failing(*args, **kwargs):  # member 1's loss turns non-finite from its third mini-batch (step 2)
+        calls.append(1)
+        J, metrics = compute(*args, **kwargs)
+        return (J * float("nan") if len(calls) >= 3 else J), metrics
+
+    broken.members[1].objective.compute = failing
+    loop.train(broken)
+    assert isinstance(broken.members[1].error, FloatingPointError)
+    assert "step 2" in str(broken.members[1].error)
+    assert broken.members[0].alive and broken.members[2].alive
+    for k in (0, 2):
+        broken.members[k].tracker.finish("FINISHED")
+        assert_close_records(records(tmp_path / "broken" / str(k)), records(tmp_path / "clean" / str(k)))
+    assert clean.members[1].alive
+    assert max(r["step"] for r in records(tmp_path / "broken" / "1")) == 1
+
+
+def test_an_ensemble_resumes_exactly_and_a_members_checkpoint_resumes_alone(tmp_path, warm_cache):
+    """Checkpoints are per member, in the solo format: an ensemble stopped after step 2 resumes every member to
+    exactly what the uninterrupted ensemble logged, and a member's checkpoint also continues as a run alone."""
+    variants = (("dppo", 0.1, 0), ("drpo", 0.2, 1))
+    train([spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2") for v in variants], tmp_path / "full")
+    train([spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2", "trainer.steps=2") for v in variants],
+          tmp_path / "cut")
+    resumed = [spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2", f"trainer.resume={tmp_path / 'cut' / str(k)}")
+               for k, v in enumerate(variants)]
+    train(resumed, tmp_path / "resumed")
+    train(resumed[1:], tmp_path / "alone")
+    for k in range(2):
+        full = [r for r in records(tmp_path / "full" / str(k)) if r["step"] == 3]
+        again = [r for r in records(tmp_path / "resumed" / str(k)) if r["step"] == 3]
+        assert full and full == again
+    alone = [r for r in records(tmp_path / "alone" / "0") if r["step"] == 3]
+    full = [r for r in records(tmp_path / "full" / "1") if r["step"] == 3]
+    assert_close_records(full * 5, alone * 5)
