@@ -104,7 +104,15 @@ class HarnessLauncher(Launcher):
 
         specs = [(self.composed.get(composed.key(overrides)) or (None, None))[1] for overrides, _ in jobs]
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
-        return plan(specs, cap, parts)
+        groups = plan(specs, cap, parts)
+        ensembles = [g for g in groups if len(g) > 1]
+        if ensembles:
+            sizes = ", ".join(str(len(g)) for g in ensembles)
+            alone = len(groups) - len(ensembles)
+            print(f"ensembles: {sum(map(len, ensembles))} of {len(jobs)} runs train in {len(ensembles)} ensemble(s) "
+                  f"of {sizes} runs" + (f"; {alone} run(s) alone" if alone else "") +
+                  " (launcher.members=1 trains each run alone)", flush=True)
+        return groups
 
     def run_group(self, group: List[tuple], singleton_state: Any, threads: int,
                   progress: bool = True) -> List[JobReturn]:

@@ -9,7 +9,7 @@ import textwrap
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from harness.launchers.local_parallel import _QuickExitSpawnContext
+from harness.launchers.worker_pool import _QuickExitSpawnContext
 
 
 def _job_with_exit_hook(marker: str) -> int:
@@ -30,7 +30,7 @@ def test_worker_output_is_flushed_before_it_leaves(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from concurrent.futures import ProcessPoolExecutor
-        from harness.launchers.local_parallel import _QuickExitSpawnContext
+        from harness.launchers.worker_pool import _QuickExitSpawnContext
         from test_local_parallel_exit import _job_with_exit_hook
         if __name__ == "__main__":
             with ProcessPoolExecutor(max_workers=1, mp_context=_QuickExitSpawnContext()) as pool:

@@ -1,0 +1,49 @@
+"""Which runs of a sweep train together: same shape only, capped, split across workers, and never a run
+that must train alone."""
+from __future__ import annotations
+
+import pytest
+
+from harness.config.compose import compose
+from harness.config.validate import validate
+from harness.trainers.ensemble.grouping import member_bytes, plan, shape_key
+
+
+def spec(*overrides):
+    return validate(compose(list(overrides)), list(overrides))
+
+
+def test_runs_that_differ_in_what_members_may_differ_in_share_a_shape():
+    a = spec("algo=dppo", "delta=0.1", "seed=0")
+    for other in (spec("algo=drpo", "delta=0.3", "seed=5"), spec("algo=grpo", "seed=1", "trainer.temperature=0.7"),
+                  spec("trainer.warmstart.seed=3", "precision.mismatch_scale=4", "trainer.grad_clip=0.5"),
+                  spec("experiment_name=other", "trainer.torch_threads=2")):
+        assert shape_key(a) == shape_key(other)
+
+
+@pytest.mark.parametrize("override", ["trainer.steps=30", "trainer.lr=1e-3", "model.hidden_size=128",
+                                      "dataset=arithmetic", "dataset.difficulty=3", "precision=bf16",
+                                      "trainer.mini_batches=4", "trainer.eval_every=5"])
+def test_a_different_shape_keeps_runs_apart(override):
+    assert shape_key(spec()) != shape_key(spec(override))
+
+
+def test_runs_that_must_train_alone_have_no_shape(tmp_path):
+    assert shape_key(spec("trainer=verl")) is None
+    resumed = spec()
+    resumed.trainer.resume = str(tmp_path)
+    assert shape_key(resumed) is None
+
+
+def test_plan_groups_by_shape_in_order_caps_and_splits_across_workers():
+    a, b = spec("seed=0"), spec("seed=0", "trainer.steps=7")
+    specs = [a, a, b, a, a, b, None, a]
+    assert plan(specs, cap=None) == [[0, 1, 3, 4, 7], [2, 5], [6]]
+    assert plan(specs, cap=2) == [[0, 1], [2, 5], [3, 4], [6], [7]]
+    assert plan(specs, cap=None, parts=2) == [[0, 1, 3], [2], [4, 7], [5], [6]]
+    assert plan(specs, cap=1) == [[i] for i in range(8)]
+
+
+def test_members_that_fit_follow_the_shape():
+    small, big = spec(), spec("model.hidden_size=256", "model.intermediate_size=1024")
+    assert member_bytes(big) > 4 * member_bytes(small)
