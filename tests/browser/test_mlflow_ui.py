@@ -1,7 +1,7 @@
 """The MLflow UI, in headless Chromium, after a 4-run sweep tracked on `python -m harness server`: the
 experiment is a training experiment (its plain link opens on the runs, not on GenAI traces); the runs
 table (harness view: `?viewStateShareKey=harness`) shows the objective, δ and final eval accuracy columns,
-the sweep's parent and, expanded, its four jobs under it with short readable names (`dppo δ=0.1 s0`) and
+the sweep's parent and, expanded, its four jobs under it with short readable names (`dppo δ=0.1 s0 @ 04:35:12 #0`) and
 their values; a job's metric chart renders. Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser
 (or the test's tmp folder)."""
 from __future__ import annotations
@@ -65,8 +65,9 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
     assert len(children) == 4
     url = runs_url(server.url, experiment_id)
 
-    assert sorted(c.info.run_name for c in children) == ["dppo δ=0.1 s0", "dppo δ=0.2 s0", "drpo δ=0.1 s0",
-                                                          "drpo δ=0.2 s0"]
+    names = sorted(c.info.run_name for c in children)  # `dppo δ=0.1 s0 @ 04:35:12 #0`: config, sweep time, job
+    assert [n.split(" @ ")[0] for n in names] == ["dppo δ=0.1 s0", "dppo δ=0.2 s0", "drpo δ=0.1 s0", "drpo δ=0.2 s0"]
+    assert len({n.split(" @ ")[1] for n in names}) == 4, names
     dom = one_shot(chromium, url, "--dump-dom")  # the standard flags: the parent, and the harness columns
     (out / "runs_table.html").write_text(dom)
     for text in ("algo.name", "algo.delta", "eval/accuracy", parent.info.run_name[:30]):
