@@ -14,7 +14,7 @@ from tracking_helpers import Server, free_port
 
 from harness.tracking.server import server_command, server_env
 
-ANSWER_BOUND_S = 120  # ~25 s on an idle 2-core machine, ~35-50 s on a busy one (was ~50-70 s with the job queue)
+ANSWER_BOUND_S = 120  # ~32 s on a busy 2-core machine (~48 s with the job queue)
 NOISE = ("INFO", "Warning", "Registry store URI", "Security middleware", "Uvicorn running", "Started ")
 
 
