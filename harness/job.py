@@ -17,7 +17,8 @@ from typing import List, Optional
 
 from omegaconf import DictConfig
 
-from harness.results import OK_STATUSES, RESULTS, JobResult, run_name, summarize  # noqa: F401 (re-exported)
+from harness.results import (OK_STATUSES, RESULTS, JobResult, finished_metrics,  # noqa: F401 (re-exported)
+                             run_name, summarize)
 
 log = logging.getLogger("harness")
 run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
@@ -80,6 +81,7 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
         log.error("run %s: its end (%s) could not be fully recorded: %s", result.name, status,
                   f"{type(err).__name__}: {err}")
     result.run_id = tracker.run_id
+    result.experiment_id = getattr(tracker, "experiment_id", None)
 
 
 def _traceback_to_log_file(name: str, text: str, run_dir: Path) -> None:
@@ -142,7 +144,11 @@ def start_run(cfg: DictConfig) -> "StartedRun | JobResult":
               f"(--force reruns it)", flush=True)
         if sweep_dir is None:  # a single run: the folder Hydra made for it would only say "skipped"
             _remove_empty_run_dir(run_dir)
-            RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store))
+            from harness.tracking.store import mlflow_store
+            from harness.tracking.ui import experiment_of_run
+
+            RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store,
+                                     experiment_id=experiment_of_run(mlflow_store(spec), twin)))
             return RESULTS[-1]
         run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
         (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
@@ -171,9 +177,8 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
         if err is None:
             result.final_metrics, result.status = final, "FINISHED"
             _close(tracker, result, "FINISHED")
-            shown = {k: round(v, 4) for k, v in (result.final_metrics or {}).items() if k.startswith("eval/")}
-            print(f"run {name}: FINISHED {shown} -> {run_dir}" + (f" (mlflow run {result.run_id})"
-                                                                   if result.run_id else ""), flush=True)
+            print(f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir)} -> {run_dir}"
+                  + (f" (mlflow run {result.run_id})" if result.run_id else ""), flush=True)
         elif isinstance(err, Pruned):
             result.status, result.error = "PRUNED", str(err)
             _close(tracker, result, "KILLED", str(err))
@@ -230,9 +235,9 @@ def _store_of(spec) -> Optional[str]:
 def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:
     """Where to see a run in the MLflow UI: its URL on a tracking server; for a local store, the store, the
     run id and the URL it has once `python -m harness server` serves that store."""
-    from harness.tracking.ui import TRAINING_MODE  # MLflow ≥ 3.18 opens links in its GenAI mode otherwise
+    from harness.tracking.ui import run_page  # MLflow 3.17+ opens links in its GenAI mode otherwise
 
-    page = (f"#/experiments/{experiment_id}/runs/{run_id}" if experiment_id else f"#/runs/{run_id}") + f"?{TRAINING_MODE}"
+    page = run_page(run_id, experiment_id)
     if tracking_uri.startswith(("http://", "https://")):
         return f"{tracking_uri.rstrip('/')}/{page}"
     return (f"run {run_id} in {tracking_uri} (UI: python -m harness server --backend-store-uri {tracking_uri}, "
@@ -244,7 +249,7 @@ def run_where(result: JobResult) -> str:
     lines = [f"  folder: {result.run_dir}"] if result.run_dir else [
         "  folder: none (skipped: nothing was run; the identical run's folder and MLflow run hold its results)"]
     if result.run_id and result.tracking_uri:
-        lines.append(f"  mlflow: {mlflow_link(result.tracking_uri, result.run_id)}")
+        lines.append(f"  mlflow: {mlflow_link(result.tracking_uri, result.run_id, result.experiment_id)}")
     return "\n".join(lines)
 
 

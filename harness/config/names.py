@@ -1,9 +1,8 @@
 """Names a user can type: the config groups, each group's choices, and the nearest one to a misspelling."""
 from __future__ import annotations
 
-import difflib
 from importlib import resources
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 CONFIG_MODULE = "harness.conf"
 GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "sweeper", "tracking", "experiment",
@@ -20,13 +19,40 @@ def group_options(group: str) -> List[str]:
         return []
 
 
-def nearest(word: str, candidates: Sequence[str]) -> Optional[str]:
-    """The candidate closest to a mistyped word (difflib), or None when none is close."""
-    found = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
-    return found[0] if found else None
+MOST_CHANGED = 0.4  # a name is offered when at most this share of the longer of the two names is changed
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of two neighbouring characters needed to turn `a` into
+    `b` (the optimal-string-alignment distance: `bf61` is one swap from `bf16`)."""
+    before, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, row = row, current
+    return row[-1]
+
+
+def nearest_names(word: str, candidates: Sequence[str]) -> List[str]:
+    """The candidates closest to a mistyped word by edit distance (relative to the longer name, ignoring
+    case), every one equally close, in the candidates' order; [] when none is close."""
+    word = str(word)
+    scored = [(edit_distance(word.lower(), str(c).lower()) / max(len(word), len(str(c)), 1), str(c))
+              for c in candidates]
+    best = min((score for score, _ in scored), default=1.0)
+    if best > MOST_CHANGED:
+        return []
+    return [name for score, name in scored if score == best]
 
 
 def did_you_mean(word: str, candidates: Sequence[str], template: str = "{}") -> str:
-    """'did you mean <nearest>? ' (formatted with `template`), or '' when nothing is close."""
-    match = nearest(word, candidates)
-    return f"did you mean {template.format(match)}? " if match and match != word else ""
+    """'did you mean <a> or <b>? ' (each formatted with `template`): every nearest name, or '' when none is
+    close or the word is one of them."""
+    found = [template.format(name) for name in nearest_names(word, candidates) if name != str(word)]
+    if not found:
+        return ""
+    return f"did you mean {' or '.join([', '.join(found[:-1]), found[-1]] if len(found) > 1 else found)}? "

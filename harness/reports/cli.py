@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from harness.config.names import did_you_mean
+
 EXIT_BAD_INPUT, EXIT_REPORT_FAILED = 2, 1
 
 
@@ -46,7 +48,8 @@ def _kinds(values: Optional[List[str]], known: List[str]) -> Optional[List[str]]
         return list(known)
     for name in names:
         if name not in known:
-            raise ValueError(f"--kind {name!r} is not a report kind; known: {', '.join(known)}, all")
+            raise ValueError(f"--kind {name!r} is not a report kind; {did_you_mean(name, [*known, 'all'])}"
+                             f"known: {', '.join(known)}, all")
     return list(dict.fromkeys(names))
 
 
@@ -91,13 +94,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         for name in known:
             print(f"{name:18s} {get_kind(name).title}")
         return 0
+    try:
+        kinds = _kinds(args.kind, known)  # first: a mistyped kind is said whatever else the command says
+    except ValueError as err:
+        print(f"harness report: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if not args.target:
         return _list_sweeps()
     from harness.reports.build import build_reports
     from harness.reports.locate import TargetError, resolve
 
     try:
-        kinds = _kinds(args.kind, known)
         _check_folder(args.target)
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
         result = build_reports(target, kinds, history=args.history)

@@ -58,7 +58,7 @@ def shades(objective: str, n: int) -> List[str]:
         return [colour(objective)] * max(n, 0)
     out = []
     for i in range(n):
-        t = -0.55 + 1.0 * i / (n - 1)  # -0.55: towards white ... +0.45: towards black
+        t = -0.4 + 0.85 * i / (n - 1)  # -0.4: towards white (still visible over bands) ... +0.45: towards black
         out.append(_mix(base, (1, 1, 1), -t) if t < 0 else _mix(base, (0, 0, 0), t))
     return out
 

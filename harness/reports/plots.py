@@ -14,7 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib import patheffects  # noqa: E402
+from matplotlib.ticker import FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from harness.reports.stats import mean_curve  # noqa: E402
 
@@ -37,6 +38,10 @@ UNITS = {
 BOUNDS = {key: ((0.0, 1.0) if "fraction" in unit or "(probability)" in unit else (0.0, None))
           for key, unit in UNITS.items() if key not in ("train/loss",)}
 BOUNDS["train/reward"] = (0.0, 1.0)
+# Bands are drawn under every mean line, lighter when few seeds make them wide; each line has a white halo so
+# a pale shade stays visible over its neighbours' bands.
+BAND_ALPHA, BAND_ALPHA_FEW = 0.16, 0.07
+HALO = [patheffects.withStroke(linewidth=3.2, foreground="white", alpha=0.85)]
 plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9, "axes.titlesize": 10,
                      "legend.fontsize": 7.5, "axes.grid": True, "grid.alpha": 0.3})
 
@@ -78,13 +83,27 @@ def band(ax, curves, colour: str, label_text: str, linestyle="-", marker=None, m
     if not len(steps):
         return False
     ax.plot(steps, mean, color=colour, linestyle=linestyle, marker=marker if len(steps) <= 25 else None,
-            markersize=3, linewidth=1.5,
+            markersize=3, linewidth=1.5, zorder=3, path_effects=HALO,
             label=f"{label_text} (n={int(n.max())})")
     ok = np.isfinite(low) & np.isfinite(high)
     if ok.any():
-        ax.fill_between(steps, np.where(ok, low, mean), np.where(ok, high, mean), color=colour, alpha=0.18,
-                        linewidth=0)
+        few = int(n[ok].min()) < 3  # two seeds: t(0.975, 1) = 12.7 makes the band span most of the range
+        ax.fill_between(steps, np.where(ok, low, mean), np.where(ok, high, mean), color=colour,
+                        alpha=BAND_ALPHA_FEW if few else BAND_ALPHA, linewidth=0, zorder=1)
     return True
+
+
+def log_ticks(ax) -> None:
+    """A log y axis with at least three labelled ticks: 1-2-5 or every integer multiple within a decade when
+    the data span less than a few decades (matplotlib would label the powers of ten only)."""
+    low, high = ax.get_ylim()
+    decades = np.log10(high / low) if low > 0 and high > low else 0.0
+    subs = (1.0,) if decades >= 3 else (1.0, 2.0, 5.0) if decades >= 1 else tuple(float(k) for k in range(1, 10))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    if len([t for t in ax.get_yticks() if low <= t <= high]) < 3:  # less than a factor ~2: plain numbers
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
 
 
 def finish(ax, title: str, xlabel: str, ylabel: str, legend=True, empty: str = "no data", ticks=None) -> None:

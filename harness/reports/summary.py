@@ -9,8 +9,10 @@ import numpy as np
 
 from harness.reports.collapse import EVAL_WINDOW, Collapse, detect_collapse
 from harness.reports.data import Run, SweepData, fmt
+from harness.reports.thresholds import SYMBOLS
 
 EVAL = "eval/accuracy"
+VARIANT_SYMBOLS = {**SYMBOLS, "relax_alpha": "α"}  # as run names write them (harness.tracking.ui)
 LAST_K = EVAL_WINDOW  # evaluations averaged into a run's final accuracy (one evaluation is too noisy)
 
 
@@ -41,11 +43,20 @@ def short_key(key: str) -> str:
     return key.split(".", 1)[1] if key.startswith("algo.") else key
 
 
+def axis_name(key: str) -> str:
+    """A sweep axis as a label names it: a threshold by its symbol (`algo.delta` -> δ), else its short key."""
+    short = short_key(key)
+    if key.startswith("algo.") and short in VARIANT_SYMBOLS:
+        return VARIANT_SYMBOLS[short]
+    return "precision" if key == "precision.name" else short
+
+
 def variants(data: SweepData, runs: Sequence[Run], compare: Sequence[str]) -> Dict[Tuple[str, str], List[Run]]:
     """Group runs by objective and every other sweep axis except `compare` (and seeds).
 
-    Returns {(objective, label): runs}; label is e.g. 'dppo' or 'dppo · precision=bf16'. The axes are
-    found per objective, so a parameter only one objective has (dppo's divergence) does not split others.
+    Returns {(objective, label): runs}; label is e.g. 'dppo', 'dppo δ=0.1' or 'dppo δ=0.1 precision=bf16'
+    (thresholds by their symbol, as in run names). The axes are found per objective, so a parameter only one
+    objective has (dppo's divergence) does not split others.
     """
     out: Dict[Tuple[str, str], List[Run]] = {}
     by_objective: Dict[str, List[Run]] = {}
@@ -54,8 +65,8 @@ def variants(data: SweepData, runs: Sequence[Run], compare: Sequence[str]) -> Di
     for objective, members in by_objective.items():
         axes = [k for k in data.factors(members, exclude=list(compare) + ["algo.name"])]
         for run in members:
-            parts = [f"{short_key(k).replace('precision.name', 'precision')}={fmt(run.param(k))}" for k in axes]
-            out.setdefault((objective, " · ".join([objective] + parts)), []).append(run)
+            parts = [f"{axis_name(k)}={fmt(run.param(k))}" for k in axes]
+            out.setdefault((objective, " ".join([objective] + parts)), []).append(run)
     return dict(sorted(out.items()))
 
 

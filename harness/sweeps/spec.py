@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 
 import yaml
 
+from harness.config.names import did_you_mean
 from harness.resources import available, find_yaml, search_dirs
 from harness.sweeps.design import Design, parse_design
 
@@ -66,7 +67,9 @@ def available_sweeps() -> List[str]:
 def load_sweep(name: str) -> SweepSpec:
     path = find_yaml(name, sweep_dirs())
     if path is None:
-        raise ValueError(f"sweep {name!r} does not exist; available: {', '.join(available_sweeps()) or 'none'}")
+        names = available_sweeps()
+        raise ValueError(f"sweep {name!r} does not exist; {did_you_mean(name, names)}available: "
+                         f"{', '.join(names) or 'none'}")
     data = yaml.safe_load(path.read_text()) or {}
     allowed = ({f.name for f in fields(SweepSpec)} - {"name", "design"}) | set(DESIGN_KEYS)
     unknown = sorted(set(data) - allowed)

@@ -41,11 +41,11 @@ def mlflow_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Opt
                    resume_run_id: Optional[str]) -> MlflowTracker:
     from harness.tracking.params import flatten, run_tags, safe_run_name
     from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
-    from harness.tracking.ui import description_tags, display_name
+    from harness.tracking.ui import description_tags, display_name, folder_label
 
     uri = tracking_uri(cfg)
     tags = {**run_tags(cfg, sweep_dir), **description_tags(safe_run_name(run_name)), **parent_tags(sweep_dir, uri)}
-    spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg),
+    spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg, folder_label(run_dir, sweep_dir)),
                    params=flatten(cfg), tags=tags, artifact_location=artifact_root(cfg))
     tracker = MlflowTracker(run_dir, spec, experiment_id=lambda: ensure_experiment(cfg)[1],
                             resume_run_id=resume_run_id)

@@ -110,6 +110,7 @@ class MlflowTracker(Tracker):
             self.client = client_class(tracking_uri=self.spec.tracking_uri)
             self.run_id = resume_run_id
             self.client.update_run(resume_run_id, status="RUNNING")
+            self.experiment_id = self.client.get_run(resume_run_id).info.experiment_id  # for its link
             self.skip_through_step = self._last_logged_step()
             return
         # experiment_id() first: it creates a fresh local store under a lock, and so would a client

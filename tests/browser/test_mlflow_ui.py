@@ -1,8 +1,9 @@
 """The MLflow UI, in headless Chromium, after a 4-run sweep tracked on `python -m harness server`: the
 experiment is a training experiment (its plain link opens on the runs, not on GenAI traces); the runs
 table (harness view: `?viewStateShareKey=harness`) shows the objective, δ and final eval accuracy columns,
-the sweep's parent and, expanded, its four jobs under it with short readable names (`dppo δ=0.1 s0`) and
-their values; a job's metric chart renders. Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser
+the sweep's parent and, expanded, its four jobs under it with short readable names (`dppo δ=0.1 s0 @ 04:35:12 #0`) and
+their values; a job's metric chart renders; a single run's printed link opens that run in the UI's "Model
+training" mode (the short `#/runs/<id>` link loses its mode on the UI's redirect and opens in GenAI mode). Screenshots are saved under $HARNESS_TEST_ARTIFACTS/browser
 (or the test's tmp folder)."""
 from __future__ import annotations
 
@@ -39,8 +40,12 @@ def row_text(page: DevTools, run_id: str) -> str:
                          ".map(e => e.innerText).join(' | ')") or ""
 
 
+GENAI_ONLY = ("Judges", "Evaluation runs")  # sidebar entries of the GenAI mode
+
+
 @pytest.fixture
 def tracked_sweep(tmp_path, run_harness):
+    """A 4-job sweep and, after it, a single run (its printed last line: its link), on one server."""
     server = Server(run_harness.root, free_port()).start()
     try:
         run_harness("multirun", "algo=dppo,drpo", "delta=0.1,0.2", "debug=quick", "tracking=server",
@@ -51,12 +56,15 @@ def tracked_sweep(tmp_path, run_harness):
         experiment = client.get_experiment_by_name("harness")
         assert experiment.tags.get(KIND_TAG) == TRAINING_KIND
         runs = client.search_runs([experiment.experiment_id])
+        single = run_harness("debug=quick", "trainer.steps=2", "tracking=server", f"tracking.uri={server.url}",
+                             check=True)
+        server.single_link = single.stdout.strip().splitlines()[-1].removeprefix("  mlflow: ")
         yield server, experiment.experiment_id, runs
     finally:
         assert server.stop() == 0
 
 
-def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, tmp_path):
+def test_runs_table_lists_the_jobs_under_their_parent_and_a_run_link_opens_in_training_mode(chromium, tracked_sweep, tmp_path):
     server, experiment_id, runs = tracked_sweep
     out = artifacts_dir(tmp_path)
     print(f"\nbrowser test artifacts: {out}")
@@ -65,8 +73,9 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
     assert len(children) == 4
     url = runs_url(server.url, experiment_id)
 
-    assert sorted(c.info.run_name for c in children) == ["dppo δ=0.1 s0", "dppo δ=0.2 s0", "drpo δ=0.1 s0",
-                                                          "drpo δ=0.2 s0"]
+    names = sorted(c.info.run_name for c in children)  # `dppo δ=0.1 s0 @ 04:35:12 #0`: config, sweep time, job
+    assert [n.split(" @ ")[0] for n in names] == ["dppo δ=0.1 s0", "dppo δ=0.2 s0", "drpo δ=0.1 s0", "drpo δ=0.2 s0"]
+    assert len({n.split(" @ ")[1] for n in names}) == 4, names
     dom = one_shot(chromium, url, "--dump-dom")  # the standard flags: the parent, and the harness columns
     (out / "runs_table.html").write_text(dom)
     for text in ("algo.name", "algo.delta", "eval/accuracy", parent.info.run_name[:30]):
@@ -105,3 +114,24 @@ def test_runs_table_lists_the_jobs_under_their_parent(chromium, tracked_sweep, t
     assert (out / "metric_chart.png").stat().st_size > 20_000, "the chart screenshot looks empty"
     chart_dom = one_shot(chromium, chart, "--dump-dom")
     assert CHART_METRIC in chart_dom and "main-svg" in chart_dom, "no plotted chart on the metric page"
+
+    single_run_link_opens_the_run_in_training_mode(chromium, server, experiment_id, runs, out)
+
+
+def single_run_link_opens_the_run_in_training_mode(chromium, server, experiment_id: str, runs, out) -> None:
+    link = server.single_link
+    assert link.startswith(f"{server.url}/#/experiments/{experiment_id}/runs/") and link.endswith(TRAINING_MODE), link
+    from mlflow.tracking import MlflowClient
+
+    run = MlflowClient(tracking_uri=server.url).get_run(link.split("/runs/")[1].split("?")[0])
+    assert run.info.run_name.startswith("dppo δ=0.15 s0 @ ")
+    assert run.info.run_name not in {r.info.run_name for r in runs}, "names tell runs of one config apart"
+    page = DevTools(chromium, link)
+    try:
+        page.wait_for(lambda: run.info.run_name in page.text() and "Model metrics" in page.text(), "the run page")
+        page.screenshot(out / "single_run_link.png")
+        shown = page.text()
+        assert not [word for word in GENAI_ONLY if word in shown], f"the run opened in GenAI mode:\n{shown[:1500]}"
+        assert "Runs" in shown and "Models" in shown  # the training mode's breadcrumb and sidebar
+    finally:
+        page.close()

@@ -46,3 +46,52 @@ def test_many_evaluations_get_evaluation_ticks_that_include_the_last():
     ticks = [int(t) for t in ax.get_xticks()]
     assert set(ticks) <= set(evals) and ticks[-1] == 400 and len(ticks) <= 13
     plots.close(fig)
+
+
+def _labelled_ticks(ax) -> list:
+    ax.figure.canvas.draw()
+    low, high = ax.get_ylim()
+    return [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks()) if t.get_text() and low <= v <= high]
+
+
+def test_a_log_panel_within_one_decade_or_less_has_several_tick_labels():
+    for values in ([0.6, 0.9, 1.4, 1.8], [0.9, 1.0, 1.2, 1.1], [0.3, 2.0, 8.0, 40.0], [1e-3, 1.0, 50.0, 2e3]):
+        fig, (ax,) = plots.grid(1)
+        ax.plot(np.arange(4), values)
+        ax.set_yscale("log")
+        plots.log_ticks(ax)
+        labels = _labelled_ticks(ax)
+        assert len(labels) >= 3, (values, labels)
+        assert all("10^" not in t and "$" not in t for t in labels), labels  # plain numbers
+        plots.close(fig)
+
+
+def test_every_mean_line_is_drawn_above_every_band_with_a_halo_and_two_seed_bands_are_pale():
+    fig, (ax,) = plots.grid(1)
+    steps = np.arange(6)
+    for shade, shift in (("#9ecae1", 0.0), ("#08519c", 0.2), ("#3182bd", 0.4)):
+        two_seeds = [(steps, 0.1 + shift + 0.05 * steps), (steps, 0.5 + shift - 0.02 * steps)]
+        plots.band(ax, two_seeds, shade, f"variant {shade}", metric="eval/accuracy")
+    many = [(steps, 0.3 + 0.01 * k + 0.05 * steps) for k in range(5)]
+    plots.band(ax, many, "#000000", "five seeds", metric="eval/accuracy")
+    assert min(line.get_zorder() for line in ax.lines) > max(c.get_zorder() for c in ax.collections)
+    assert all(line.get_path_effects() for line in ax.lines), "a pale line needs its halo over darker bands"
+    alphas = [c.get_alpha() for c in ax.collections]
+    assert alphas[:3] == [plots.BAND_ALPHA_FEW] * 3 and alphas[3] == plots.BAND_ALPHA > plots.BAND_ALPHA_FEW
+    plots.close(fig)
+
+
+def test_the_palest_shade_of_an_objective_is_not_washed_out():
+    from harness.reports.palette import shades
+
+    for objective in ("dppo", "drpo", "grpo"):
+        palest = shades(objective, 3)[0]
+        r, g, b = (int(palest[i:i + 2], 16) / 255 for i in (1, 3, 5))
+        assert 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.72, (objective, palest)  # visible on white
+
+
+def test_variant_labels_write_thresholds_as_run_names_do():
+    from harness.reports.summary import axis_name
+
+    assert [axis_name(k) for k in ("algo.delta", "algo.eps", "algo.relax_alpha", "algo.anchor", "precision.name",
+                                   "trainer.lr")] == ["δ", "ε", "α", "anchor", "precision", "trainer.lr"]

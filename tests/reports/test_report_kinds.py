@@ -62,7 +62,7 @@ def test_geometry_contrasts_the_sweep_with_the_library_default(sweeps, built):
 def test_alpha_anchor_and_precision_pages(sweeps, built):
     reports = sweeps["alpha"] / "reports"
     alpha = (reports / "alpha_relaxation" / "summary.md").read_text()
-    assert "| grpo · anchor=rollout · precision=fp32 | 0.3 | both | 1 |" in alpha
+    assert "| grpo anchor=rollout precision=fp32 | 0.3 | both | 1 |" in alpha
     assert "clipped_token_histograms.png" in alpha  # the built-in trainer saves token_stats/ at eval steps
     anchor = (reports / "anchor_ablation" / "summary.md").read_text()
     assert "rollout" in anchor and "recompute" in anchor and "mismatch" in anchor

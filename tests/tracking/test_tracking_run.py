@@ -60,7 +60,7 @@ def test_the_store_gets_params_metrics_artifacts_and_status(tmp_path):
 
     client = MlflowClient(_uri(tmp_path))
     run = client.get_run(tracker.run_id)
-    assert run.info.status == "FINISHED" and run.info.run_name == "dppo δ=0.15 s0"
+    assert run.info.status == "FINISHED" and run.info.run_name == "dppo δ=0.15 s0 @ run"
     assert run.data.tags["harness.overrides"] == "same" and "same" in run.data.tags["mlflow.note.content"]
     assert len(run.data.params) > 50 and run.data.params["algo.name"] == "dppo"
     assert run.data.tags["harness.step"] == "5" and run.data.tags["harness.run_dir"] == str(tmp_path / "run")

@@ -81,3 +81,16 @@ def test_run_names_are_short_and_readable():
     assert display_name(cfg({"name": "grpo", "relax_alpha": 0.0}, "bf16", 3)) == "grpo bf16 s3"
     assert display_name(cfg({"name": "grpo", "relax_alpha": 0.1})) == "grpo α=0.1 s0"
     assert display_name(cfg({"name": "spo", "eps": 12.5}, seed=2)) == "spo ε=12.5 s2"
+    assert display_name(cfg({"name": "dppo", "delta": 0.15}), "04:31:07") == "dppo δ=0.15 s0 @ 04:31:07"
+
+
+def test_reruns_and_sweep_jobs_of_one_config_get_distinct_names(tmp_path):
+    from harness.tracking.ui import folder_label
+
+    first, second = tmp_path / "outputs/2026-12-02/04-31-07-123456", tmp_path / "outputs/2026-12-02/04-33-40-000123"
+    sweep = tmp_path / "multirun/2026-12-02/04-35-12-500000"
+    named = tmp_path / "multirun/tiny/2026-12-02_04-36-01"
+    labels = [folder_label(first), folder_label(second), folder_label(sweep / "0", str(sweep)),
+              folder_label(sweep / "3", str(sweep)), folder_label(named / "g1_0", str(named))]
+    assert labels == ["04:31:07", "04:33:40", "04:35:12 #0", "04:35:12 #3", "04:36:01 #g1_0"]
+    assert folder_label(tmp_path / "my-run") == "my-run", "a folder named otherwise shows its name"

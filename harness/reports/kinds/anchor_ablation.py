@@ -82,7 +82,7 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
             for vkey, runs in sub.items():
                 for i, a in enumerate(anchors):
                     curves = [data.curve(r, key) for r in runs if anchor(r) == a]
-                    label = vkey[1].split(" · ", 1)[1] + " · " if " · " in vkey[1] else ""
+                    label = vkey[1][len(objective):].strip() + " · " if vkey[1] != objective else ""
                     plots.band(ax, curves, colours[vkey], f"{label}{a}", line_style(a, ANCHOR_STYLES, i),
                                marker="os"[i % 2] if key == EVAL else None, metric=key)
             steps = sorted({int(s) for r in members for s in data.curve(r, EVAL)[0]}) if key == EVAL else None

@@ -31,9 +31,9 @@ def build(data: SweepData, page: Page) -> None:
     spec = claims.decisions.spec_for(data, SWEEP)
     k = claims.design_k(spec)
     page.text(BY_CONSTRUCTION, "method")
-    groups = claims.group_by(runs, lambda r: f"{r.objective} · δ={fmt(float(r.param('algo.delta')))}")
+    groups = claims.group_by(runs, lambda r: f"{r.objective} δ={fmt(float(r.param('algo.delta')))}")
     claims.describe(data, page, groups, ["final_accuracy", "gain"], k, "Final eval accuracy by objective and δ",
-                    "objective · δ")
+                    "variant")
     lines = []
     sesoi, alpha, power, _ = design_of(data)
     for objective in ("dppo", "drpo"):

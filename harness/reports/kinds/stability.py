@@ -120,11 +120,8 @@ def _curves(data: SweepData, page: Page, groups: Dict) -> None:
                        marker="osD^v<>"[i % 7] if key == EVAL else None, metric=key, log=log)
         log = log and any((np.asarray(ln.get_ydata()) > 0).any() for ln in ax.lines)
         if log:
-            from matplotlib.ticker import FormatStrFormatter, NullFormatter
-
             ax.set_yscale("log")
-            ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            plots.log_ticks(ax)
         plots.finish(ax, f"{title} by variant", plots.STEP_LABEL,
                      "grad norm (L2, log scale)" if log else plots.label(key),
                      ticks=eval_steps if key == EVAL else None)
