@@ -114,6 +114,18 @@ class HarnessLauncher(Launcher):
                   " (launcher.members=1 trains each run alone)", flush=True)
         return groups
 
+    def job_folder(self, overrides: Sequence[str], idx: int) -> Optional[Path]:
+        """Where job `idx` runs (hydra.sweep.dir/hydra.sweep.subdir), from its preflight config; None without one."""
+        from harness.config import composed
+
+        entry = self.composed.get(composed.key(overrides))
+        if entry is None:
+            return None
+        config = copy.deepcopy(entry[0])
+        with open_dict(config):
+            config.hydra.job.num = idx
+        return Path(str(config.hydra.sweep.dir)) / str(OmegaConf.select(config, "hydra.sweep.subdir"))
+
     def run_group(self, group: List[tuple], singleton_state: Any, threads: int,
                   progress: bool = True) -> List[JobReturn]:
         """Run (overrides, idx) jobs in this process: one alone as Hydra's launchers do, several as an

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
@@ -70,7 +70,8 @@ class SubmititLauncher(HarnessLauncher):
             return [self._detached_return(overrides, job) for (overrides, _), job in zip(jobs, submitted)]
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
         for group, job in zip(groups, batches):
-            for position, ret in zip(group, self._wait([jobs[p] for p in group], job, sweep_dir)):
+            folders = [self.job_folder(*jobs[p]) for p in group]
+            for position, ret in zip(group, self._wait([jobs[p] for p in group], job, folders)):
                 results[position] = ret
         return results
 
@@ -94,7 +95,7 @@ class SubmititLauncher(HarnessLauncher):
         return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
 
     @staticmethod
-    def _wait(group: List[tuple], job, sweep_dir: Path) -> List[JobReturn]:
+    def _wait(group: List[tuple], job, folders: List[Optional[Path]]) -> List[JobReturn]:
         """The JobReturns of the runs (overrides, idx) of one cluster job. When the job failed, a run of its
         ensemble that finished (its folder's status.txt) is still reported FINISHED."""
         try:
@@ -108,9 +109,9 @@ class SubmititLauncher(HarnessLauncher):
             state = job.state
             status = "KILLED" if state.startswith("CANCELLED") else "FAILED"
             rets = []
-            for overrides, idx in group:
-                run_dir = sweep_dir / str(idx)
-                own = (run_dir / "status.txt").read_text().strip() if (run_dir / "status.txt").is_file() else ""
+            for (overrides, idx), run_dir in zip(group, folders):
+                done = run_dir is not None and (run_dir / "status.txt").is_file()
+                own = (run_dir / "status.txt").read_text().strip() if done else ""
                 if len(group) > 1 and own == "FINISHED":
                     result = JobResult(name=run_name(overrides), status="FINISHED", run_dir=str(run_dir))
                 else:

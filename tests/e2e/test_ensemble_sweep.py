@@ -100,3 +100,14 @@ def test_a_partly_finished_grid_skips_the_finished_runs(run_harness, tmp_path):
     again = run_harness("-m", "seed=0,1,2,3", *QUICK, check=True)
     assert again.stdout.count("SKIPPED, an identical config already FINISHED") == 2
     assert "4 runs: 2 finished, 0 failed, 0 killed, 2 skipped" in again.stdout
+
+
+def test_submitit_trains_one_ensemble_per_job_with_launcher_members(run_harness, tmp_path):
+    folder = tmp_path / "sweep"
+    proc = run_harness("-m", "launcher=submitit_local", "launcher.members=2", "seed=0,1", "debug=quick",
+                       "trainer.steps=2", f"hydra.sweep.dir={folder}", check=True)
+    assert "2 runs: 2 finished" in proc.stdout
+    submitted = json.loads((folder / "jobs.json").read_text())
+    assert [entry["job_num"] for entry in submitted] == [0, 1]
+    assert len({entry["job_id"] for entry in submitted}) == 1, "both runs train in one submitit job"
+    assert [(folder / job / "status.txt").read_text().strip() for job in "01"] == ["FINISHED"] * 2

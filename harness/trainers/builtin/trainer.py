@@ -1,4 +1,9 @@
-"""The built-in trainer: GRPO-style RL on CPU with a rollout engine separate from the trainer.
+"""The Hugging Face reference of the built-in trainer: GRPO-style RL on CPU with a rollout engine separate
+from the trainer, on a `transformers` Qwen3 model.
+
+`trainer=builtin` runs `harness.trainers.ensemble` (a run alone is the ensemble of one), which is tested
+against this class (tests/trainers/test_ensemble_trainer.py); this class trains the `model.path`
+checkpoints the stacked model does not cover (other architectures).
 
 Each step: sample prompts × group, generate with the rollout engine (its own precision, returning its
 own log-probs μ), score with the task's verifier, compute group advantages, recompute π' with the
