@@ -17,6 +17,7 @@ import ray
 import torch
 from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.utils.import_utils import import_external_libs
+from verl.utils.py_functional import rename_dict
 
 from verl_config import compose_verl
 
@@ -39,7 +40,8 @@ def main(argv):
     log = Path(os.environ["VERL_FILE_LOGGER_PATH"])
     with log.open("a") as fh:
         fh.write(json.dumps({"step": 0, "data": {"val-core/aime2024/acc/mean@16": 0.25}}) + "\n")
-        fh.write(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5, "actor/pg_loss": float(loss), **metrics,
+        fh.write(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5, "actor/pg_loss": float(loss),
+                                                 **rename_dict(metrics, "actor/"),  # as verl's trainer logs them
                                                  "perf/cluster_gpus": gpus}}) + "\n")
     ckpt = Path(cfg.trainer.default_local_dir)
     (ckpt / "global_step_1").mkdir(parents=True, exist_ok=True)
