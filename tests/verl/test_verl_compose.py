@@ -13,6 +13,7 @@ from harness.config.validate import validate
 from harness.trainers.verl.objective import NO_CAP
 from harness.trainers.verl.overrides import config_name
 from harness.trainers.verl.plan import build_plan
+from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS
 
 pytestmark = pytest.mark.verl
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -87,3 +88,9 @@ def test_spec_fields_land_where_verl_reads_them(composed):
     assert e2e["quantization"] == "fp8" and e2e["transformer_overrides"]["fp8"] == "e4m3"
     assert composed["extra_env"]["env_vars"]["HF_HOME"] == "/shared/hf"
     assert composed["extra_env"]["enforce_eager"] is True and d["enforce_eager"] is False
+
+
+def test_vllm_length_and_transfer_queue_land_in_verls_config(composed):
+    assert composed["default"]["max_model_len"] == 2048 + 4096  # vLLM's context: prompt + response
+    assert composed["experiment_dppo_dense_qwen3_8b"]["max_model_len"] == 2048 + 14336
+    assert {c["tq_storage_units"] for c in composed.values()} == {TQ_STORAGE_UNITS}

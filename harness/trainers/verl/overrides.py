@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import ENV_VAR, anchor_overrides, loss_mode
 from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS, TQ_STORAGE_UNITS_KEY
 from harness.trainers.verl.site import site
 
 PLUGIN_MODULE = "harness.trainers.verl.plugin"
@@ -176,6 +177,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.rollout.top_p", 1.0),
         (f"{ar}.rollout.tensor_model_parallel_size", o.rollout_tensor_parallel),
         (f"{ar}.rollout.gpu_memory_utilization", float(o.gpu_memory_utilization)),
+        (f"{ar}.rollout.max_model_len", layout.max_model_len(cfg, o)),  # else vLLM sizes for the whole context
         (f"{ar}.rollout.dtype", p.rollout_dtype),
         (f"{ar}.rollout.quantization", p.rollout_quantization),
         (f"{ar}.rollout.calculate_log_probs", True),
@@ -194,6 +196,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     out += [
         ("reward.custom_reward_function.path", str(root / "harness" / "trainers" / "verl" / "reward.py")),
         ("reward.custom_reward_function.name", "compute_score"),
+        (TQ_STORAGE_UNITS_KEY, TQ_STORAGE_UNITS),  # what ray_resources.py counts
         ("trainer.nnodes", shape.nodes),
         ("trainer.n_gpus_per_node", shape.gpus_per_node),
         ("trainer.total_training_steps", t.steps),

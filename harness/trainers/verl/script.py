@@ -40,8 +40,10 @@ RAY_PORT_SLOTS = 127
 
 
 def batch_script(*, run_name: str, command: List[str], env: Dict[str, str], shape: Cluster, python: str,
-                 data_spec: Path, ray_port: Optional[int], log_hint: str) -> str:
-    """`command[0]` is replaced by "$VERL_PYTHON": verl runs in the configured environment."""
+                 data_spec: Path, ray_port: Optional[int], log_hint: str, min_cpus: int = 1) -> str:
+    """`command[0]` is replaced by "$VERL_PYTHON": verl runs in the configured environment. `min_cpus`: the
+    logical CPUs Ray gets at least outside Slurm (verl's reservations, ray_resources.py; in a Slurm job
+    preflight has checked cpus_per_task)."""
     q = shlex.quote
     exports = "\n".join(f"export {k}={q(v)}" + ("${PYTHONPATH:+:$PYTHONPATH}" if k == "PYTHONPATH" else "")
                          for k, v in env.items())
@@ -73,7 +75,7 @@ JOB_NUM=${{SLURM_JOB_ID:-$$}}
 JOB_NUM=${{JOB_NUM%%[!0-9]*}}
 {port_base}
 RAY_TMP="${{HARNESS_RAY_TMPDIR:-/tmp}}/ray-$(id -u)-${{SLURM_JOB_ID:-local$$}}"
-RAY_CPUS=${{SLURM_CPUS_PER_TASK:-$(nproc)}}
+RAY_CPUS=${{SLURM_CPUS_PER_TASK:-$(( $(nproc) > {min_cpus} ? $(nproc) : {min_cpus} ))}}
 RAY_GPUS=${{SLURM_GPUS_ON_NODE:-$GPUS_PER_NODE}}
 RAY_GPUS=${{RAY_GPUS##*:}}
 # the head's IPv4 address on the allocation's network (the first non-loopback address its name resolves to)
