@@ -54,6 +54,13 @@ def test_rollout_anchor_is_verls_bypass_mode():
     assert o["actor_rollout_ref.actor.policy_loss.loss_mode"] == "harness_dppo"
 
 
+def test_the_v1_trainer_is_pinned_and_entropy_is_computed_in_the_update_when_bypass_mode_skips_it():
+    rollout, recompute = overrides_for("trainer=verl", "algo=dppo"), overrides_for("trainer=verl", "algo=minirl_tis")
+    assert rollout["trainer.use_v1"] == "true" and recompute["trainer.use_v1"] == "true"
+    assert rollout["actor_rollout_ref.actor.calculate_entropy"] == "true"
+    assert recompute["actor_rollout_ref.actor.calculate_entropy"] == "false"  # the old-log-prob forward has it
+
+
 def test_recompute_anchor_is_decoupled_mode_with_token_is_weights():
     o = overrides_for("trainer=verl", "algo=minirl_tis")
     assert o["algorithm.rollout_correction.bypass_mode"] == "false"

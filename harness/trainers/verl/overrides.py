@@ -165,6 +165,9 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.actor.policy_loss.loss_mode", loss_mode(algo["name"])),
         (f"{ar}.actor.use_kl_loss", False),
         (f"{ar}.actor.entropy_coeff", float(o.entropy_coeff)),
+        # anchor=rollout (bypass mode) skips the old-log-prob forward that computes actor/entropy: the update's
+        # forward computes it instead (actor/entropy_loss, metrics.py -> train/entropy)
+        (f"{ar}.actor.calculate_entropy", algo["anchor"] == "rollout"),
         (f"{ar}.actor.data_loader_seed", cfg.seed),
     ]
     out += _engine(o, p, megatron, t.grad_clip)
@@ -197,6 +200,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         ("reward.custom_reward_function.path", str(root / "harness" / "trainers" / "verl" / "reward.py")),
         ("reward.custom_reward_function.name", "compute_score"),
         (TQ_STORAGE_UNITS_KEY, TQ_STORAGE_UNITS),  # what ray_resources.py counts
+        ("trainer.use_v1", True),  # the legacy trainer would swap the harness loss for its own bypass-mode loss
         ("trainer.nnodes", shape.nodes),
         ("trainer.n_gpus_per_node", shape.gpus_per_node),
         ("trainer.total_training_steps", t.steps),

@@ -95,20 +95,7 @@ if [ -n "${{SLURM_MEM_PER_NODE:-}}" ]; then  # the object store takes 30% of the
   RAY_NODE+=(--object-store-memory=$((SLURM_MEM_PER_NODE * 1024 * 1024 * 3 / 10)))
 fi
 RAY_PIDS=()
-stop_ray() {{
-  local rc=$? pid
-  trap - EXIT INT TERM
-  for pid in "${{RAY_PIDS[@]}}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 30); do
-    alive=0; for pid in "${{RAY_PIDS[@]}}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ "$alive" = 0 ] && break; sleep 1
-  done
-  for pid in "${{RAY_PIDS[@]}}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  for pid in $(pgrep -u "$(id -u)" -f -- "$RAY_TMP/" || true); do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$RAY_TMP"
-  exit "$rc"
-}}
-trap stop_ray EXIT
+{STOP_RAY}trap stop_ray EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 RAY_HEAD=(--head --node-ip-address="$HEAD_IP" --port="$RAY_PORT_BASE" --include-dashboard=false
@@ -129,6 +116,30 @@ done
 
 # 3. verl, in the verl environment
 {verl_call}
+"""
+
+
+# The exit trap: signal this script's `ray start` children (head, and the workers' srun steps), wait for them,
+# kill what still names the job's temp dir, and remove that dir, on every node of the allocation (a worker's
+# Ray leaves its temp dir behind on its own node). Needs NODES, RAY_PIDS and RAY_TMP.
+STOP_RAY = """stop_ray() {
+  local rc=$? pid node
+  trap - EXIT INT TERM
+  for pid in "${RAY_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 30); do
+    alive=0; for pid in "${RAY_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break; sleep 1
+  done
+  for pid in "${RAY_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for node in "${NODES[@]:1}"; do
+    timeout 120 srun --overlap --nodes=1 --ntasks=1 -w "$node" bash -c \\
+      'for pid in $(pgrep -u "$(id -u)" -f -- "$1/" || true); do kill -KILL "$pid" 2>/dev/null || true; done; rm -rf "$1"' \\
+      clean-ray "$RAY_TMP" || echo "harness: could not clean $RAY_TMP on $node" >&2
+  done
+  for pid in $(pgrep -u "$(id -u)" -f -- "$RAY_TMP/" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$RAY_TMP"
+  exit "$rc"
+}
 """
 
 

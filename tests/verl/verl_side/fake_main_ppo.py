@@ -28,6 +28,10 @@ def main(argv):
     ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR")
     gpus = ray.cluster_resources().get("GPU", 0)
     assert gpus == cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node, gpus
+    # what verl reserves on the head node (harness/trainers/verl/ray_resources.py): else its start-up hangs
+    units = cfg.transfer_queue.backend.SimpleStorage.num_data_storage_units
+    assert ray.cluster_resources().get("CPU", 0) >= 3 * cfg.trainer.n_gpus_per_node + 1 + units + 1
+    assert cfg.trainer.use_v1 is True
     for f in [*cfg.data.train_files, *cfg.data.val_files]:
         assert Path(f).is_file(), f
     import_external_libs(cfg.actor_rollout_ref.model.external_lib)
