@@ -37,9 +37,10 @@ def test_translate_namespaces():
 
 def test_the_actor_prefix_verl_puts_on_the_loss_metrics_is_removed():
     out = translate({"actor/objective/masked_frac": 0.1, "actor/objective/abs_pi_minus_nu": 0.02,
-                     "actor/pg_loss": 0.3, "actor/entropy_loss": 0.7, "actor/ppo_kl": 0.0})
+                     "actor/pg_loss": 0.3, "actor/entropy_loss": 0.7, "actor/ppo_kl": 0.0,
+                     "actor/perf/max_memory_allocated_gb": 1.5})
     assert out == {"objective/masked_frac": 0.1, "objective/abs_pi_minus_nu": 0.02, "train/loss": 0.3,
-                   "train/entropy": 0.7, "verl/actor/ppo_kl": 0.0}
+                   "train/entropy": 0.7, "verl/actor/ppo_kl": 0.0, "perf/actor/max_memory_allocated_gb": 1.5}
     # the old-log-prob forward's entropy (anchor=recompute) wins over the update's, in either order
     assert translate({"actor/entropy_loss": 0.7, "actor/entropy": 0.5})["train/entropy"] == 0.5
     assert translate({"actor/entropy": 0.5, "actor/entropy_loss": 0.7})["train/entropy"] == 0.5
@@ -62,6 +63,7 @@ def test_loss_metrics_reach_mlflow_as_objective_through_verls_own_path(algo, run
     logged = MlflowClient(f"sqlite:///{tmp_path / 'mlruns.db'}").get_run(tracker.run_id).data.metrics
     assert set(loss_keys) <= set(logged), sorted(logged)
     assert "train/loss" in logged and not any(k.startswith("verl/actor/objective") for k in logged)
+    assert logged["perf/actor/max_memory_allocated_gb"] == 1.5  # what gpu_smoke.sh compares with the preflight
     assert 0 < logged["objective/abs_pi_minus_nu"] < 1
 
 

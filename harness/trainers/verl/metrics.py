@@ -15,7 +15,8 @@ tracker (the same MLflow run and metrics.jsonl as any harness run), under its na
     eval/accuracy = the mean over eval sets (what sweeps and reports read)
   actor/objective/* -> objective/*: the harness loss's own metrics, which verl's trainer prefixes with
     `actor/` like every metric of the actor update (trainer/ppo/v1/trainer_base.py, rename_dict)
-  perf/* unchanged
+  actor/perf/* -> perf/actor/* (the actor update's peak GPU memory, GiB: verl's engine logs perf/max_memory_*
+    and the trainer's actor/ prefix lands in front);  perf/* unchanged
   timing_s/<x> -> perf/time_s/<x>;  anything else -> verl/<key>
 """
 from __future__ import annotations
@@ -66,6 +67,8 @@ def translate(data: Dict[str, object]) -> Dict[str, float]:
             out.setdefault(FALLBACKS[key], value)
         elif key.startswith(ACTOR + "objective/"):
             out[_clean(key[len(ACTOR):])] = value
+        elif key.startswith(ACTOR + "perf/"):
+            out["perf/actor/" + _clean(key[len(ACTOR + "perf/"):])] = value
         elif key.startswith(("objective/", "perf/")):
             out[_clean(key)] = value
         elif key.startswith("timing_s/"):

@@ -66,6 +66,7 @@ def main(loss_mode: str, log_path: str, out_path: str) -> None:
         returned |= set(metrics)
         append_to_dict(micro, metrics)  # engine/utils.py, over micro-batches
     per_rank = {k: Metric.aggregate_dp([v]) if isinstance(v, Metric) else v for k, v in micro.items()}
+    per_rank["perf/max_memory_allocated_gb"] = 1.5  # engine_workers.py train_batch logs these beside the loss's
     mini = {}
     append_to_dict(mini, per_rank)  # engine_workers.py, over mini-batches
     mini["mfu"] = [0.0]
