@@ -51,6 +51,9 @@ CASES = [
     (["trainer.verl.lora_rank=1024"], "trainer.verl.lora_rank=1024 is not allowed"),
     (["trainer.max_new_tokens=null"], "trainer.max_new_tokens=None is not allowed"),
     (["trainer.max_new_tokens=32000"], "exceeds model=Qwen3-1.7B-Base's context of 32768 tokens"),
+    (["trainer.verl.max_tokens_per_gpu=4096"],
+     "trainer.verl.max_tokens_per_gpu=4096 is not allowed: a micro-batch must hold one full sequence, "
+     "trainer.verl.max_prompt_length + trainer.max_new_tokens = 6144"),
     (["trainer.verl.gpu_memory_utilization=1.5"], "trainer.verl.gpu_memory_utilization=1.5 is not allowed: in (0, 1]"),
     (["trainer.verl.extra=[not-an-override]"], "trainer.verl.extra='not-an-override' is not allowed"),
     (["trainer.verl.micro_batch_per_gpu=four"], "trainer.verl.micro_batch_per_gpu='four' has the wrong type: expected int"),

@@ -97,3 +97,11 @@ def test_vllm_length_and_transfer_queue_land_in_verls_config(composed):
     assert all(c["use_v1"] is True for c in composed.values())
     assert composed["default"]["calculate_entropy"] is True  # bypass mode: entropy from the update's forward
     assert composed["minirl_fp32_norm"]["calculate_entropy"] is False
+
+
+def test_dynamic_batch_size_lands_in_verls_config(composed):
+    dense = composed["experiment_dppo_dense_qwen3_8b"]
+    assert dense["use_dynamic_bsz"] is True and dense["ppo_max_token_len_per_gpu"] == 16384
+    assert dense["log_prob_max_token_len_per_gpu"] == 16384
+    assert composed["experiment_dppo_moe_qwen3_30b"]["use_dynamic_bsz"] is True  # megatron
+    assert composed["default"]["use_dynamic_bsz"] is False

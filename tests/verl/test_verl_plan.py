@@ -61,6 +61,18 @@ def test_the_v1_trainer_is_pinned_and_entropy_is_computed_in_the_update_when_byp
     assert recompute["actor_rollout_ref.actor.calculate_entropy"] == "false"  # the old-log-prob forward has it
 
 
+@pytest.mark.parametrize("experiment,tokens", [("dppo_dense_qwen3_8b", 16384), ("dppo_moe_qwen3_30b", 16384),
+                                               ("drpo_qwen3_30b_a3b", 10240)])
+def test_the_large_presets_pack_micro_batches_to_a_token_budget(experiment, tokens):
+    o = overrides_for(f"experiment={experiment}", "delta=0.2")
+    assert o["actor_rollout_ref.actor.use_dynamic_bsz"] == "true"
+    assert o["actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"] == "true"
+    assert o["actor_rollout_ref.actor.ppo_max_token_len_per_gpu"] == str(tokens)
+    assert o["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == str(tokens)
+    assert o["actor_rollout_ref.rollout.max_model_len"] == str(tokens)  # one full sequence per micro-batch
+    assert overrides_for("trainer=verl")["actor_rollout_ref.actor.use_dynamic_bsz"] == "false"
+
+
 def test_recompute_anchor_is_decoupled_mode_with_token_is_weights():
     o = overrides_for("trainer=verl", "algo=minirl_tis")
     assert o["algorithm.rollout_correction.bypass_mode"] == "false"

@@ -94,7 +94,7 @@ def batches(cfg, options: VerlOptions, shape: Cluster) -> Batches:
         raise ValueError(f"trainer.mini_batches={t.mini_batches} is not allowed: a mini-batch of {sequences} sequences "
                          f"(prompts_per_step/mini_batches x group_size) must split evenly over {dp} data-parallel GPUs")
     per_gpu = sequences // dp
-    if per_gpu % options.micro_batch_per_gpu:
+    if options.max_tokens_per_gpu is None and per_gpu % options.micro_batch_per_gpu:
         raise ValueError(f"trainer.verl.micro_batch_per_gpu={options.micro_batch_per_gpu} is not allowed: must divide "
                          f"the {per_gpu} sequences each GPU gets per mini-batch")
     return Batches(t.prompts_per_step, mini, dp, per_gpu)

@@ -155,7 +155,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.actor.strategy", o.strategy),
         (f"{ar}.actor.ppo_mini_batch_size", b.mini_prompts),
         (f"{ar}.actor.ppo_micro_batch_size_per_gpu", o.micro_batch_per_gpu),
-        (f"{ar}.actor.use_dynamic_bsz", False),
+        *_batch_size(o),
         (f"{ar}.actor.ppo_epochs", 1),
         (f"{ar}.actor.optim.lr", float(t.lr)),
         (f"{ar}.actor.optim.weight_decay", float(t.weight_decay)),
@@ -220,6 +220,17 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     env = job_env(cfg, paths, root)
     out += [(f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}", v) for k, v in env.items() if k != "PYTHONPATH"]
     return [f"{key}={value(v)}" for key, v in out] + list(o.extra)
+
+
+def _batch_size(o) -> List[tuple]:
+    """Fixed micro-batches of micro_batch_per_gpu sequences, or verl's dynamic batch size: sequences packed up
+    to max_tokens_per_gpu tokens per forward, for the update and the log-prob forwards alike."""
+    ar = "actor_rollout_ref"
+    if o.max_tokens_per_gpu is None:
+        return [(f"{ar}.actor.use_dynamic_bsz", False)]
+    return [(f"{ar}.actor.use_dynamic_bsz", True), (f"{ar}.actor.ppo_max_token_len_per_gpu", o.max_tokens_per_gpu),
+            (f"{ar}.rollout.log_prob_use_dynamic_bsz", True),
+            (f"{ar}.rollout.log_prob_max_token_len_per_gpu", o.max_tokens_per_gpu)]
 
 
 def _engine(o, p: layout.Precision, megatron: bool, grad_clip: float) -> List[tuple]:

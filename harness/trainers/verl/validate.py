@@ -73,6 +73,8 @@ def _check_options(o: VerlOptions) -> None:
     _need(o.entropy_coeff >= 0, f"{v}.entropy_coeff", o.entropy_coeff, "must be >= 0")
     _need(o.ray_port is None or 1024 <= o.ray_port <= 65535 - RAY_PORT_BLOCK, f"{v}.ray_port", o.ray_port,
           f"null (derived from the Slurm job id) or the first of {RAY_PORT_BLOCK} free ports, 1024 to {65535 - RAY_PORT_BLOCK}")
+    _need(o.max_tokens_per_gpu is None or o.max_tokens_per_gpu >= 1, f"{v}.max_tokens_per_gpu", o.max_tokens_per_gpu,
+          "null (micro_batch_per_gpu sequences per micro-batch) or tokens >= 1")
     _need(o.local_gpu_memory_gb is None or o.local_gpu_memory_gb > 0, f"{v}.local_gpu_memory_gb",
           o.local_gpu_memory_gb, "null (unknown) or GB > 0")
     _need(o.data.max_train_samples is None or o.data.max_train_samples >= 1, f"{v}.data.max_train_samples",
@@ -122,6 +124,9 @@ def _check_model(cfg, options: VerlOptions) -> None:
         raise ValueError(f"trainer.max_new_tokens={cfg.trainer.max_new_tokens} is not allowed: with "
                          f"trainer.verl.max_prompt_length={options.max_prompt_length} it exceeds model={m.name}'s "
                          f"context of {m.max_position_embeddings} tokens")
+    if options.max_tokens_per_gpu is not None and options.max_tokens_per_gpu < total:
+        raise ValueError(f"trainer.verl.max_tokens_per_gpu={options.max_tokens_per_gpu} is not allowed: a micro-batch "
+                         f"must hold one full sequence, trainer.verl.max_prompt_length + trainer.max_new_tokens = {total}")
     if options.router_replay != "disabled":
         if model_extras(m.name).num_experts < 1:
             raise ValueError(f"trainer.verl.router_replay={options.router_replay!r} is not allowed for model={m.name}: "
