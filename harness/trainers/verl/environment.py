@@ -19,7 +19,8 @@ PROBE_TIMEOUT_S = 180  # importing verl and ray on a busy login node
 # package to look up -> its pip name, per trainer.verl.strategy
 STRATEGY_PACKAGES = {
     "fsdp": {"flash_attn": "flash-attn"},
-    "megatron": {"flash_attn": "flash-attn", "megatron.core": "megatron-core", "transformer_engine": "transformer-engine"},
+    "megatron": {"flash_attn": "flash-attn", "megatron.core": "megatron-core",
+                 "transformer_engine": "transformer-engine"},
 }
 
 PROBE = """import json, sys

@@ -1,6 +1,8 @@
-"""The memory preflight of a verl run (torch-free arithmetic): does the model fit one GPU of the profile?
+"""The memory preflight of a verl run (torch-free arithmetic): does the model fit one GPU (and one node's host
+memory) of the profile?
 
-verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets, per GPU, in GB (1e9 bytes):
+verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets per GPU and one per node, in GB
+(1e9 bytes):
 
 1. rollout: vLLM gets `gpu_memory_utilization` x the GPU. It needs the weights (2 bytes per parameter,
    1 with FP8 rollout) split over the rollout tensor-parallel size, and a KV cache that holds at least one
