@@ -13,6 +13,7 @@ from harness.config.validate import validate
 from harness.trainers.verl.objective import NO_CAP
 from harness.trainers.verl.overrides import config_name
 from harness.trainers.verl.plan import build_plan
+from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS
 
 pytestmark = pytest.mark.verl
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -87,3 +88,20 @@ def test_spec_fields_land_where_verl_reads_them(composed):
     assert e2e["quantization"] == "fp8" and e2e["transformer_overrides"]["fp8"] == "e4m3"
     assert composed["extra_env"]["env_vars"]["HF_HOME"] == "/shared/hf"
     assert composed["extra_env"]["enforce_eager"] is True and d["enforce_eager"] is False
+
+
+def test_vllm_length_and_transfer_queue_land_in_verls_config(composed):
+    assert composed["default"]["max_model_len"] == 2048 + 4096  # vLLM's context: prompt + response
+    assert composed["experiment_dppo_dense_qwen3_8b"]["max_model_len"] == 2048 + 14336
+    assert {c["tq_storage_units"] for c in composed.values()} == {TQ_STORAGE_UNITS}
+    assert all(c["use_v1"] is True for c in composed.values())
+    assert composed["default"]["calculate_entropy"] is True  # bypass mode: entropy from the update's forward
+    assert composed["minirl_fp32_norm"]["calculate_entropy"] is False
+
+
+def test_dynamic_batch_size_lands_in_verls_config(composed):
+    dense = composed["experiment_dppo_dense_qwen3_8b"]
+    assert dense["use_dynamic_bsz"] is True and dense["ppo_max_token_len_per_gpu"] == 16384
+    assert dense["log_prob_max_token_len_per_gpu"] == 16384
+    assert composed["experiment_dppo_moe_qwen3_30b"]["use_dynamic_bsz"] is True  # megatron
+    assert composed["default"]["use_dynamic_bsz"] is False

@@ -3,19 +3,43 @@ versions (a subprocess of that interpreter); anything else is refused in one lin
 a run folder or job exists."""
 from __future__ import annotations
 
+import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness.trainers.verl.environment import VERL_VERSION, check_environment
+from harness.config.compose import compose
+from harness.config.validate import validate
+from harness.trainers.verl.environment import STRATEGY_PACKAGES, VERL_VERSION, check_environment, check_runs
 from harness.trainers.verl.site import interpreter
 
+LAUNCHERS = Path(__file__).resolve().parents[2] / "launchers" / "verl"
+VERL_PINS = """import json, re, sys
+from importlib import metadata
+pins = {}
+for req in metadata.requires("verl"):
+    spec, _, marker = req.partition(";")
+    extra = re.search(r'extra == "([^"]+)"', marker)
+    name, _, version = spec.strip().partition("==")
+    if extra and version:
+        pins.setdefault(extra.group(1), {})[name.split("[")[0].lower()] = version.strip()
+json.dump(pins, open(sys.argv[1], "w"))
+"""
 
-def fake_environment(tmp_path: Path, verl_version: str, ray_version: str = "2.60.0") -> Path:
-    """An interpreter whose `verl` and `ray` are stand-in packages at the given versions."""
+
+def gpu_pins() -> dict:
+    lines = (LAUNCHERS / "requirements-gpu.txt").read_text().splitlines()
+    return {m.group(1).split("[")[0].lower(): m.group(2) for line in lines
+            if (m := re.fullmatch(r"([A-Za-z0-9_.\[\],-]+)==(\S+)", line.strip()))}
+
+
+def fake_environment(tmp_path: Path, verl_version: str, ray_version: str = "2.60.0", extra=()) -> Path:
+    """An interpreter whose `verl`, `ray` (and `extra` packages) are stand-in packages at the given versions."""
     packages = tmp_path / "site"
-    for name, version in (("verl", verl_version), ("ray", ray_version)):
+    for name, version in (("verl", verl_version), ("ray", ray_version), *((e, "1.0") for e in extra)):
         (packages / name).mkdir(parents=True)
         (packages / name / "__init__.py").write_text(f"__version__ = {version!r}\n")
     python = tmp_path / "bin" / "python"
@@ -31,6 +55,45 @@ def test_wrong_verl_version_is_refused(tmp_path):
                                          r"launchers/verl/requirements-gpu.txt there or name another \(here\)"):
         check_environment(str(python), "here")
     check_environment(str(fake_environment(tmp_path / "good", VERL_VERSION)), "here")
+
+
+def test_flash_attn_is_required_for_the_engines_that_load_it(tmp_path):
+    """verl loads the actor with attn_implementation=flash_attention_2; verl[vllm] does not install flash-attn."""
+    python = fake_environment(tmp_path / "without", VERL_VERSION)
+    with pytest.raises(ValueError, match=r"lacks flash-attn \(no module flash_attn\), which "
+                                         r"trainer.verl.strategy=fsdp needs; install launchers/verl/requirements-gpu"):
+        check_environment(str(python), "here", STRATEGY_PACKAGES["fsdp"], "trainer.verl.strategy=fsdp")
+    check_environment(str(fake_environment(tmp_path / "with", VERL_VERSION, extra=["flash_attn"])), "here",
+                      STRATEGY_PACKAGES["fsdp"], "trainer.verl.strategy=fsdp")
+
+
+def test_the_gpu_environment_installs_flash_attn_built_against_its_torch():
+    pins = gpu_pins()
+    assert pins["flash-attn"] == "2.8.3" and pins["torch"] == "2.11.0" and pins["verl"] == VERL_VERSION
+    script = (LAUNCHERS / "make_gpu_venv.sh").read_text()
+    assert subprocess.run(["bash", "-n", str(LAUNCHERS / "make_gpu_venv.sh")]).returncode == 0
+    assert script.index('"$(pin torch)"') < script.index("--no-build-isolation -r")  # torch there before the build
+    assert "import flash_attn" in script
+
+
+@pytest.mark.verl
+def test_the_gpu_pins_are_the_ones_verl_declares(verl_python, tmp_path):
+    out = tmp_path / "pins.json"
+    subprocess.run([str(verl_python), "-c", VERL_PINS, str(out)], check=True, timeout=300)
+    verl = json.loads(out.read_text())
+    pins = gpu_pins()
+    assert pins["flash-attn"] == verl["flash-attn-cu130torch211"]["flash-attn"]  # verl[fsdp] and verl[megatron] pull it
+    for name in ("torch", "torchvision", "torchaudio", "vllm", "transformers"):
+        assert pins[name] == verl["vllm"][name], name
+
+
+def test_each_run_is_probed_for_its_strategy(tmp_path):
+    python = fake_environment(tmp_path, VERL_VERSION, extra=["flash_attn"])
+    fsdp = validate(compose(["trainer=verl", f"trainer.verl.python={python}"]))
+    check_runs([fsdp])
+    megatron = validate(compose(["experiment=dppo_moe_qwen3_30b", f"trainer.verl.python={python}"]))
+    with pytest.raises(ValueError, match=r"lacks megatron-core .* which trainer.verl.strategy=megatron needs"):
+        check_runs([fsdp, megatron])
 
 
 def test_an_interpreter_without_verl_is_refused():

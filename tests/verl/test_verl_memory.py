@@ -7,16 +7,19 @@ import pytest
 
 from harness.config.compose import compose
 from harness.config.validate import ConfigError, validate
-from harness.trainers.verl.memory import Model, Setup, refusal, resident_gb, rollout_gb, tp_candidates, training_gb
+from harness.trainers.verl.memory import (Model, Setup, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
+                                          training_gb)
+from harness.trainers.verl.overrides import RunPaths, verl_overrides
 
 REPO = Path(__file__).resolve().parents[2]
-QWEN3_30B = Model("Qwen3-30B-A3B-Base", params_b=30.5, layers=48, kv_heads=4, head_dim=128, heads=32)
+QWEN3_30B = Model("Qwen3-30B-A3B-Base", params_b=30.5, layers=48, kv_heads=4, head_dim=128, heads=32,
+                  expert_params_b=29.0)
 QWEN3_8B = Model("Qwen3-8B-Base", params_b=8.2, layers=36, kv_heads=8, head_dim=128, heads=32)
 
 
 def setup(**changes) -> Setup:
     base = dict(gpu_gb=80.0, gpus_per_node=8, gpus=16, utilization=0.6, rollout_tp=1, rollout_bytes=2,
-                sequence=10240, megatron=True, train_model_parallel=8, offload=True)
+                sequence=10240, megatron=True, offload=True, train_tp=1, expert_parallel=8)
     return Setup(**{**base, **changes})
 
 
@@ -31,12 +34,33 @@ def test_rollout_is_weights_over_tp_plus_one_full_sequence_of_kv():
 
 
 def test_trainer_states():
-    fsdp = setup(megatron=False, train_model_parallel=1, offload=False, gpus=8)
+    fsdp = setup(megatron=False, expert_parallel=1, offload=False, gpus=8)
     assert resident_gb(QWEN3_8B, fsdp) == pytest.approx(12 * 8.2 / 8)
     assert training_gb(QWEN3_8B, fsdp) == pytest.approx(16 * 8.2 / 8)
     assert resident_gb(QWEN3_8B, setup(megatron=False, offload=True)) == 0.0
+
+
+def test_moe_shards_experts_by_expert_parallel_and_the_rest_by_tensor_parallel_only():
+    # the 1.5B outside the experts are whole on every rank at TP 1: ~54 GB per GPU, not 6 x 30.5 / 8 + ... = 46
     megatron = setup(offload=False)
-    assert resident_gb(QWEN3_30B, megatron) == pytest.approx(6 * 30.5 / 8 + 12 * 30.5 / 16)
+    assert resident_gb(QWEN3_30B, megatron) == pytest.approx(6 * (1.5 + 29.0 / 8) + 12 * 30.5 / 16)
+    assert resident_gb(QWEN3_30B, megatron) == pytest.approx(53.6, abs=0.1)
+    assert training_gb(QWEN3_30B, setup(train_tp=2)) == pytest.approx(6 * (1.5 / 2 + 29.0 / 16) + 12 * 30.5 / 16)
+    dense = setup(offload=False, expert_parallel=1, train_tp=2)  # a dense model: everything over TP
+    assert resident_gb(QWEN3_8B, dense) == pytest.approx(6 * 8.2 / 2 + 12 * 8.2 / 16)
+
+
+def test_offload_needs_host_memory_per_node():
+    # Megatron: the bf16 shard (2 bytes) and the optimizer (12 bytes / GPUs) per GPU, 8 GPUs a node
+    assert offloaded_gb(QWEN3_30B, setup()) == pytest.approx(2 * (1.5 + 29.0 / 8) + 12 * 30.5 / 16)
+    assert offloaded_gb(QWEN3_8B, setup(megatron=False, expert_parallel=1, gpus=8)) == pytest.approx(12 * 8.2 / 8)
+    assert offloaded_gb(QWEN3_30B, setup(offload=False)) == 0.0
+    line = refusal(QWEN3_30B, setup(rollout_tp=2, host_gb=64.0), "launcher profile 'gpu_node'")
+    assert line == ("launcher.mem_gb=64 does not fit trainer.verl.offload=true for model=Qwen3-30B-A3B-Base: the "
+                    "offloaded actor states take 265 GB of host memory per node (8 GPUs x 33.1 GB) of the 45 GB "
+                    "Ray's object store leaves (launcher profile 'gpu_node'); set launcher.mem_gb=379 or more")
+    assert refusal(QWEN3_30B, setup(rollout_tp=2, host_gb=379.0), "x") is None
+    assert refusal(QWEN3_30B, setup(rollout_tp=2, host_gb=None), "x") is None  # unknown: not checked
 
 
 def test_tp_candidates_divide_gpus_and_heads():
@@ -61,20 +85,29 @@ def test_nothing_fits_says_so():
 
 def test_trainer_beside_vllm_names_offload():
     line = refusal(QWEN3_30B, setup(rollout_tp=2, offload=False), "x")
-    assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-30B-A3B-Base: the trainer keeps 45.8 GB")
+    assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-30B-A3B-Base: the trainer keeps 53.6 GB")
     assert "trainer.verl.offload=true fits" in line
-    line = refusal(QWEN3_8B, setup(megatron=False, train_model_parallel=1, offload=False, gpus=1, gpus_per_node=1), "x")
+    line = refusal(QWEN3_8B, setup(megatron=False, expert_parallel=1, offload=False, gpus=1, gpus_per_node=1), "x")
     assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-8B-Base")
 
 
-GPU_NODE_2X8 = ["launcher=slurm", "launcher.profile=gpu_node", "launcher.nodes=2", "launcher.gpus_per_node=8",
-                "launcher.use_srun=false"]
+GPU_NODE_2X8 = ["launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2"]
 
 
 def test_preflight_refuses_a_preset_that_cannot_fit():
     with pytest.raises(ConfigError, match=r"^trainer.verl.rollout_tensor_parallel=1 does not fit model=Qwen3-30B-A3B-"
                                           r"Base: .* trainer.verl.rollout_tensor_parallel=2 fits"):
         validate(compose(["experiment=drpo_qwen3_30b_a3b", "trainer.verl.rollout_tensor_parallel=1", *GPU_NODE_2X8]))
+
+
+def test_vllm_is_told_the_length_the_preflight_holds_kv_for():
+    """verl leaves rollout.max_model_len unset and vLLM then sizes for the model's context (32,768 tokens for
+    Qwen3): the overrides pass prompt + response, the number the refusal names."""
+    run = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8"]
+    items = dict(item.split("=", 1) for item in verl_overrides(validate(compose(run)), RunPaths(Path("/run"))))
+    assert items["actor_rollout_ref.rollout.max_model_len"] == str(2048 + 14336)
+    with pytest.raises(ConfigError, match=r"KV of one 16384-token sequence\) of its 16.0 GB"):
+        validate(compose([*run, "trainer.verl.gpu_memory_utilization=0.2"]))
 
 
 def test_cli_refusal_is_one_line(run_harness):

@@ -39,7 +39,7 @@ def check_golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("name,overrides", [
     ("dry_run_default.txt", ["trainer=verl"]),
     ("dry_run_drpo_fp8_e2e_slurm.txt", ["experiment=drpo_qwen3_30b_a3b_fp8_e2e", "launcher=slurm",
-                                        "launcher.profile=gpu_node", "launcher.gpus_per_node=8"]),
+                                        "launcher.profile=gpu_node8"]),
     ("dry_run_bandpo_recompute.txt", ["experiment=bandpo_qwen2_5_3b", "trainer.verl.local_gpus=4"]),
 ])
 def test_dry_run_command_and_batch_script_are_golden(name, overrides):
@@ -52,6 +52,25 @@ def test_rollout_anchor_is_verls_bypass_mode():
     assert o["algorithm.rollout_correction.rollout_is"] == "null"
     assert o["actor_rollout_ref.rollout.calculate_log_probs"] == "true"
     assert o["actor_rollout_ref.actor.policy_loss.loss_mode"] == "harness_dppo"
+
+
+def test_the_v1_trainer_is_pinned_and_entropy_is_computed_in_the_update_when_bypass_mode_skips_it():
+    rollout, recompute = overrides_for("trainer=verl", "algo=dppo"), overrides_for("trainer=verl", "algo=minirl_tis")
+    assert rollout["trainer.use_v1"] == "true" and recompute["trainer.use_v1"] == "true"
+    assert rollout["actor_rollout_ref.actor.calculate_entropy"] == "true"
+    assert recompute["actor_rollout_ref.actor.calculate_entropy"] == "false"  # the old-log-prob forward has it
+
+
+@pytest.mark.parametrize("experiment,tokens", [("dppo_dense_qwen3_8b", 16384), ("dppo_moe_qwen3_30b", 16384),
+                                               ("drpo_qwen3_30b_a3b", 10240)])
+def test_the_large_presets_pack_micro_batches_to_a_token_budget(experiment, tokens):
+    o = overrides_for(f"experiment={experiment}", "delta=0.2")
+    assert o["actor_rollout_ref.actor.use_dynamic_bsz"] == "true"
+    assert o["actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"] == "true"
+    assert o["actor_rollout_ref.actor.ppo_max_token_len_per_gpu"] == str(tokens)
+    assert o["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == str(tokens)
+    assert o["actor_rollout_ref.rollout.max_model_len"] == str(tokens)  # one full sequence per micro-batch
+    assert overrides_for("trainer=verl")["actor_rollout_ref.actor.use_dynamic_bsz"] == "false"
 
 
 def test_recompute_anchor_is_decoupled_mode_with_token_is_weights():
@@ -127,7 +146,7 @@ def test_override_values_are_quoted_for_hydra():
 
 
 def test_slurm_shape_comes_from_the_launcher_profile():
-    o = overrides_for("trainer=verl", "launcher=slurm", "launcher.profile=gpu_node", "launcher.gpus_per_node=4")
+    o = overrides_for("trainer=verl", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.gpus_per_node=4")
     assert (o["trainer.nnodes"], o["trainer.n_gpus_per_node"]) == ("1", "4")
     local = overrides_for("trainer=verl", "trainer.verl.local_gpus=2")
     assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == ("1", "2")

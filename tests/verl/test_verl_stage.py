@@ -34,7 +34,7 @@ def make_mirror(root: Path) -> Path:
 def make_profile(root: Path, **fields) -> Path:
     folder = root / "profiles"
     folder.mkdir(exist_ok=True)
-    lines = ["partition: null", "gpus_per_node: 1", "cpus_per_task: 1", "mem_gb: 2"]
+    lines = ["partition: null", "gpus_per_node: 1", "cpus_per_task: 16", "mem_gb: 2"]  # 16: what verl reserves
     lines += [f"{k}: {json.dumps(v)}" for k, v in fields.items()]
     (folder / "offline_site.yaml").write_text("\n".join(lines) + "\n")
     return folder

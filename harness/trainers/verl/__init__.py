@@ -9,8 +9,9 @@
   site.py        verl env, stage folder, offline, GPU memory  memory.py  the memory preflight's arithmetic
   staging.py     the stage folder's manifest               stage.py     `harness stage` (fetch once, share)
   environment.py the verl environment probe at submission
+  ray_resources.py  the CPUs verl reserves in Ray (the cpus_per_task preflight)
   prepare_data.py, verifier.py, reward.py: data in verl's format and the rule-based math reward.
 
 Nothing here is imported by composing a config except options/presets/layout/site/staging/memory/script/
-validate (torch-free); plugin.py needs torch and verl and is only imported inside verl's processes.
+validate/ray_resources (torch-free); plugin.py needs torch and verl and is only imported inside verl's processes.
 """

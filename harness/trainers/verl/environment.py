@@ -1,21 +1,38 @@
 """Is the verl environment a run names there, with the versions the harness generates for?
 
 Asked at submission on the login node (the CLI's cluster checks), in a subprocess of that interpreter: it
-must import `verl` at VERL_VERSION and `ray` at a version verl's own metadata accepts. The answer is one
+must import `verl` at VERL_VERSION and `ray` at a version verl's own metadata accepts, and have the packages
+the training engine loads (STRATEGY_PACKAGES: verl loads the actor with attn_implementation="flash_attention_2"
+by default, workers/config/model.py, and neither verl[vllm] nor vLLM installs flash-attn). Those are looked
+up, not imported: a login node without a GPU driver may not load their CUDA extensions. The answer is one
 line (ValueError), so a job never waits in the queue only to find `python3` without verl.
 """
 from __future__ import annotations
 
 import json
 import subprocess
-from typing import Dict, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 VERL_VERSION = "0.9.1"
 PROBE_TIMEOUT_S = 180  # importing verl and ray on a busy login node
 
+# package to look up -> its pip name, per trainer.verl.strategy
+STRATEGY_PACKAGES = {
+    "fsdp": {"flash_attn": "flash-attn"},
+    "megatron": {"flash_attn": "flash-attn", "megatron.core": "megatron-core",
+                 "transformer_engine": "transformer-engine"},
+}
+
 PROBE = """import json, sys
-from importlib import metadata
-out = {"python": sys.version.split()[0]}
+from importlib import metadata, util
+out = {"python": sys.version.split()[0], "missing": []}
+for name in sys.argv[1:]:
+    try:
+        found = util.find_spec(name) is not None
+    except ImportError:
+        found = False
+    if not found:
+        out["missing"].append(name)
 for name in ("verl", "ray"):
     try:
         module = __import__(name)
@@ -31,10 +48,12 @@ print(json.dumps(out))
 """
 
 
-def probe(python: str) -> Dict[str, Optional[str]]:
-    """What `python` reports (versions, import errors); ValueError if it cannot run at all."""
+def probe(python: str, packages: Sequence[str] = ()) -> Dict[str, Any]:
+    """What `python` reports (versions, import errors, which of `packages` it lacks); ValueError if it cannot
+    run at all."""
     try:
-        proc = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+        proc = subprocess.run([python, "-c", PROBE, *packages], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
     except FileNotFoundError:
         raise ValueError(f"the verl environment {python!r} does not exist") from None
     except PermissionError:
@@ -48,13 +67,16 @@ def probe(python: str) -> Dict[str, Optional[str]]:
     return json.loads(lines[-1])
 
 
-def check_environment(python: str, source: str) -> None:
-    """ValueError (one line, naming where the interpreter was set) unless verl and ray are as expected."""
+def check_environment(python: str, source: str, packages: Optional[Mapping[str, str]] = None,
+                      why: str = "") -> None:
+    """ValueError (one line, naming where the interpreter was set) unless verl and ray are as expected and
+    every package of `packages` (module -> pip name, needed `why`) is installed."""
     from packaging.requirements import Requirement
     from packaging.version import Version
 
     fix = f"install launchers/verl/requirements-gpu.txt there or name another ({source})"
-    found = probe(python)
+    packages = packages or {}
+    found = probe(python, list(packages))
     for name in ("verl", "ray"):
         if name not in found:
             raise ValueError(f"the verl environment {python!r} cannot import {name} "
@@ -66,6 +88,10 @@ def check_environment(python: str, source: str) -> None:
     if requirement and Version(found["ray"]) not in Requirement(requirement).specifier:
         raise ValueError(f"the verl environment {python!r} has ray {found['ray']}, verl {VERL_VERSION} needs "
                          f"{requirement}; {fix}")
+    if found.get("missing"):
+        name = found["missing"][0]
+        raise ValueError(f"the verl environment {python!r} lacks {packages[name]} (no module {name}), which {why} "
+                         f"needs; {fix}")
 
 
 def check_runs(configs) -> None:
@@ -77,7 +103,9 @@ def check_runs(configs) -> None:
     for cfg in configs:
         if cfg.trainer.name != "verl":
             continue
-        where = site(cfg, verl_options(cfg))
-        if where.python and where.python not in seen:
-            seen.add(where.python)
-            check_environment(where.python, where.python_source)
+        options = verl_options(cfg)
+        where = site(cfg, options)
+        if where.python and (where.python, options.strategy) not in seen:
+            seen.add((where.python, options.strategy))
+            check_environment(where.python, where.python_source, STRATEGY_PACKAGES.get(options.strategy, {}),
+                              f"trainer.verl.strategy={options.strategy}")

@@ -22,6 +22,8 @@ class Cluster:
     nodes: int
     gpus_per_node: int
     source: str  # where the shape comes from, for messages
+    cpus_per_task: Optional[int] = None  # CPUs of each node's task (Slurm: the profile's); None: this machine's
+    mem_gb: Optional[float] = None  # host memory of each node's task (Slurm: the profile's); None: unknown
 
     @property
     def gpus(self) -> int:
@@ -58,7 +60,8 @@ def cluster(cfg, options: VerlOptions) -> Cluster:
         from harness.launchers.profiles import profile_for
 
         profile = profile_for(cfg.launcher)
-        shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}")
+        shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}",
+                        profile.cpus_per_task, profile.mem_gb)
         if shape.gpus_per_node < 1:
             raise ValueError(f"launcher.gpus_per_node={shape.gpus_per_node} is not allowed with trainer=verl: it "
                              f"needs GPUs ({shape.source} has none); set launcher.gpus_per_node or a GPU profile")
@@ -91,10 +94,16 @@ def batches(cfg, options: VerlOptions, shape: Cluster) -> Batches:
         raise ValueError(f"trainer.mini_batches={t.mini_batches} is not allowed: a mini-batch of {sequences} sequences "
                          f"(prompts_per_step/mini_batches x group_size) must split evenly over {dp} data-parallel GPUs")
     per_gpu = sequences // dp
-    if per_gpu % options.micro_batch_per_gpu:
+    if options.max_tokens_per_gpu is None and per_gpu % options.micro_batch_per_gpu:
         raise ValueError(f"trainer.verl.micro_batch_per_gpu={options.micro_batch_per_gpu} is not allowed: must divide "
                          f"the {per_gpu} sequences each GPU gets per mini-batch")
     return Batches(t.prompts_per_step, mini, dp, per_gpu)
+
+
+def max_model_len(cfg, options: VerlOptions) -> int:
+    """Prompt + response tokens: vLLM's max_model_len (verl leaves it unset, and vLLM then sizes for the
+    model's whole context) and the sequence the memory preflight holds KV for."""
+    return options.max_prompt_length + cfg.trainer.max_new_tokens
 
 
 def check_rollout_parallel(cfg, options: VerlOptions, shape: Cluster) -> None:

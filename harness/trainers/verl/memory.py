@@ -1,6 +1,8 @@
-"""The memory preflight of a verl run (torch-free arithmetic): does the model fit one GPU of the profile?
+"""The memory preflight of a verl run (torch-free arithmetic): does the model fit one GPU (and one node's host
+memory) of the profile?
 
-verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets, per GPU, in GB (1e9 bytes):
+verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets per GPU and one per node, in GB
+(1e9 bytes):
 
 1. rollout: vLLM gets `gpu_memory_utilization` x the GPU. It needs the weights (2 bytes per parameter,
    1 with FP8 rollout) split over the rollout tensor-parallel size, and a KV cache that holds at least one
@@ -8,17 +10,24 @@ verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets, 
    (KV heads / TP, at least 1) x head width x 2 bytes per token.
 2. beside the rollout: what the trainer keeps on the GPU while vLLM holds its share (no offload):
    FSDP (fp32 parameters, fully sharded): parameters + Adam moments, 12 bytes per parameter / GPUs.
-   Megatron (distributed optimizer): bf16 parameters + fp32 gradient buffers, 6 bytes per parameter / model
-   parallel (tensor x expert parallel), + fp32 master weights and Adam moments, 12 bytes / GPUs.
+   Megatron (distributed optimizer): bf16 parameters + fp32 gradient buffers, 6 bytes per parameter of the
+   rank's model shard, + fp32 master weights and Adam moments, 12 bytes / GPUs. A MoE model's shard is split
+   per parameter group: the experts by tensor x expert parallel, everything else (attention, embeddings,
+   router, norms: Qwen3-30B-A3B's ~1.5B) by tensor parallel only.
    With `trainer.verl.offload` these live on the CPU between uses.
 3. training: the same states (FSDP: + fp32 gradients, 16 bytes / GPUs) with vLLM asleep, against the GPU.
    With FSDP offload, parameters and optimizer states stream from the CPU (not counted).
+4. host memory, with offload: what each GPU's process moves to the CPU (verl utils/fsdp_utils.py and
+   megatron_utils.py: FSDP the fp32 parameter shard and Adam moments, 12 bytes / GPUs; Megatron the bf16
+   parameter shard (gradients are dropped) and the optimizer's 12 bytes / GPUs), times the GPUs of a node,
+   against the 70% of the node's `mem_gb` that Ray's object store (30%, script.py) leaves.
 
 Activations and CUDA graphs are not counted: a refusal means the run cannot fit; passing is necessary,
 not sufficient. The refusal names the setting that would fit (a rollout tensor-parallel size, offload).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -33,6 +42,7 @@ class Model:
     kv_heads: int
     head_dim: int
     heads: int
+    expert_params_b: float = 0.0  # of params_b, inside the MoE experts (0: dense)
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,10 @@ class Setup:
     rollout_bytes: int  # per weight: 2 (bf16/fp16), 1 (fp8), 4 (fp32)
     sequence: int  # prompt + response tokens
     megatron: bool
-    train_model_parallel: int  # megatron: tensor x expert parallel (1 for FSDP)
     offload: bool
+    train_tp: int = 1  # megatron: tensor parallel (1 for FSDP)
+    expert_parallel: int = 1  # megatron: expert parallel (1 for FSDP)
+    host_gb: Optional[float] = None  # host memory of a node's task (mem_gb); None: unknown, not checked
 
 
 def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
@@ -56,21 +68,41 @@ def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
     return (weights + kv_per_token * s.sequence) / GB
 
 
+OBJECT_STORE_SHARE = 0.3  # of the job's memory, Ray's object store (script.py)
+
+
+def shard_params(m: Model, s: Setup) -> float:
+    """Parameters in one Megatron rank's model shard: experts over tensor x expert parallel, the rest over
+    tensor parallel only."""
+    experts = m.expert_params_b * 1e9
+    return (m.params_b * 1e9 - experts) / s.train_tp + experts / (s.train_tp * s.expert_parallel)
+
+
+def megatron_states_gb(m: Model, s: Setup) -> float:
+    return (6 * shard_params(m, s) + 12 * m.params_b * 1e9 / s.gpus) / GB
+
+
 def resident_gb(m: Model, s: Setup) -> float:
     """Trainer states on the GPU during the rollout (0 with offload)."""
     if s.offload:
         return 0.0
-    p = m.params_b * 1e9
     if s.megatron:
-        return (6 * p / s.train_model_parallel + 12 * p / s.gpus) / GB
-    return 12 * p / s.gpus / GB
+        return megatron_states_gb(m, s)
+    return 12 * m.params_b * 1e9 / s.gpus / GB
 
 
 def training_gb(m: Model, s: Setup) -> float:
-    p = m.params_b * 1e9
     if s.megatron:
-        return (6 * p / s.train_model_parallel + 12 * p / s.gpus) / GB
-    return 0.0 if s.offload else 16 * p / s.gpus / GB
+        return megatron_states_gb(m, s)
+    return 0.0 if s.offload else 16 * m.params_b * 1e9 / s.gpus / GB
+
+
+def offloaded_gb(m: Model, s: Setup) -> float:
+    """Host memory one GPU's process holds for the offloaded actor (0 without offload)."""
+    if not s.offload:
+        return 0.0
+    optimizer = 12 * m.params_b * 1e9 / s.gpus  # FSDP: fp32 shard 4 + Adam 8; Megatron: master 4 + Adam 8
+    return ((2 * shard_params(m, s) if s.megatron else 0.0) + optimizer) / GB
 
 
 def tp_candidates(m: Model, s: Setup) -> List[int]:
@@ -102,4 +134,12 @@ def refusal(m: Model, s: Setup, where: str) -> Optional[str]:
                 "trainer.verl.offload=true fits" if not s.offload else "more GPUs")
         return (f"model={m.name} does not fit training on {s.gpus} GPUs: {train:.1f} GB of model states per GPU of "
                 f"{s.gpu_gb:g} GB ({where}); {hint}")
+    host = offloaded_gb(m, s) * s.gpus_per_node
+    usable = (1 - OBJECT_STORE_SHARE) * (s.host_gb or 0.0)
+    if s.host_gb is not None and host > usable:
+        fits = math.ceil(host / (1 - OBJECT_STORE_SHARE))
+        return (f"launcher.mem_gb={s.host_gb:g} does not fit trainer.verl.offload=true for model={m.name}: the "
+                f"offloaded actor states take {host:.0f} GB of host memory per node ({s.gpus_per_node} GPUs x "
+                f"{offloaded_gb(m, s):.1f} GB) of the {usable:.0f} GB Ray's object store leaves ({where}); "
+                f"set launcher.mem_gb={fits} or more")
     return None

@@ -5,12 +5,18 @@ verl 0.9.1's `file` logger (utils/tracking.py FileLogger) appends one JSON line 
 tracker (the same MLflow run and metrics.jsonl as any harness run), under its namespaces:
 
   critic/score/mean -> train/accuracy        critic/rewards/mean -> train/reward
-  response_length/mean -> train/response_length      actor/entropy -> train/entropy
+  response_length/mean -> train/response_length
+  actor/entropy -> train/entropy (the old-log-prob forward, anchor=recompute), else actor/entropy_loss ->
+    train/entropy (the update's forward with actor.calculate_entropy, which overrides.py sets for
+    anchor=rollout, where verl skips the old-log-prob forward)
   actor/pg_loss -> train/loss     actor/grad_norm -> train/grad_norm
   training/rollout_probs_diff_mean -> train/mismatch (decoupled mode only: |π' - μ|)
   val-core|val-aux/<set>/acc/mean@k -> eval/<set>/accuracy, best@k/mean -> eval/<set>/pass@k;
     eval/accuracy = the mean over eval sets (what sweeps and reports read)
-  objective/* and perf/* unchanged (objective/* come from the harness loss itself)
+  actor/objective/* -> objective/*: the harness loss's own metrics, which verl's trainer prefixes with
+    `actor/` like every metric of the actor update (trainer/ppo/v1/trainer_base.py, rename_dict)
+  actor/perf/* -> perf/actor/* (the actor update's peak GPU memory, GiB: verl's engine logs perf/max_memory_*
+    and the trainer's actor/ prefix lands in front);  perf/* unchanged
   timing_s/<x> -> perf/time_s/<x>;  anything else -> verl/<key>
 """
 from __future__ import annotations
@@ -29,6 +35,8 @@ RENAMES = {
     "actor/grad_norm": "train/grad_norm",
     "training/rollout_probs_diff_mean": "train/mismatch",
 }
+ACTOR = "actor/"  # verl's prefix for the metrics of the actor update, the policy loss's included
+FALLBACKS = {"actor/entropy_loss": "train/entropy"}  # used when the record lacks the RENAMES source
 _EVAL = re.compile(r"val-(?:core|aux)/(?P<set>[^/]+)/acc/(?P<stat>mean|best)@(?P<k>\d+)(?:/mean)?")
 _BAD = re.compile(r"[^\w./\- :]")
 
@@ -55,6 +63,12 @@ def translate(data: Dict[str, object]) -> Dict[str, float]:
                 accuracy[m.group("set")] = (k, value)
         elif key in RENAMES:
             out[RENAMES[key]] = value
+        elif key in FALLBACKS:
+            out.setdefault(FALLBACKS[key], value)
+        elif key.startswith(ACTOR + "objective/"):
+            out[_clean(key[len(ACTOR):])] = value
+        elif key.startswith(ACTOR + "perf/"):
+            out["perf/actor/" + _clean(key[len(ACTOR + "perf/"):])] = value
         elif key.startswith(("objective/", "perf/")):
             out[_clean(key)] = value
         elif key.startswith("timing_s/"):

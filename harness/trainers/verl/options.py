@@ -37,7 +37,9 @@ class VerlOptions:
     train_tensor_parallel: int = 1  # megatron only: tensor-model-parallel size of the trainer
     expert_parallel: int = 1  # megatron only: expert-model-parallel size (MoE)
     gpu_memory_utilization: float = 0.6  # vLLM's share of GPU memory
-    micro_batch_per_gpu: int = 4  # sequences per forward/backward on one GPU
+    micro_batch_per_gpu: int = 4  # sequences per forward/backward on one GPU (without max_tokens_per_gpu)
+    max_tokens_per_gpu: Optional[int] = None  # verl's dynamic batch size: micro-batches packed up to this many
+    # tokens per GPU (use_dynamic_bsz; >= prompt + response); null: micro_batch_per_gpu sequences each
     max_prompt_length: int = 2048  # data.max_prompt_length (prompts longer than this are dropped)
     eval_samples: int = 16  # responses per eval problem (avg@k metrics)
     eval_temperature: Optional[float] = None  # null: trainer.temperature

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import ENV_VAR, anchor_overrides, loss_mode
 from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS, TQ_STORAGE_UNITS_KEY
 from harness.trainers.verl.site import site
 
 PLUGIN_MODULE = "harness.trainers.verl.plugin"
@@ -154,7 +155,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.actor.strategy", o.strategy),
         (f"{ar}.actor.ppo_mini_batch_size", b.mini_prompts),
         (f"{ar}.actor.ppo_micro_batch_size_per_gpu", o.micro_batch_per_gpu),
-        (f"{ar}.actor.use_dynamic_bsz", False),
+        *_batch_size(o),
         (f"{ar}.actor.ppo_epochs", 1),
         (f"{ar}.actor.optim.lr", float(t.lr)),
         (f"{ar}.actor.optim.weight_decay", float(t.weight_decay)),
@@ -164,6 +165,9 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.actor.policy_loss.loss_mode", loss_mode(algo["name"])),
         (f"{ar}.actor.use_kl_loss", False),
         (f"{ar}.actor.entropy_coeff", float(o.entropy_coeff)),
+        # anchor=rollout (bypass mode) skips the old-log-prob forward that computes actor/entropy: the update's
+        # forward computes it instead (actor/entropy_loss, metrics.py -> train/entropy)
+        (f"{ar}.actor.calculate_entropy", algo["anchor"] == "rollout"),
         (f"{ar}.actor.data_loader_seed", cfg.seed),
     ]
     out += _engine(o, p, megatron, t.grad_clip)
@@ -176,6 +180,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         (f"{ar}.rollout.top_p", 1.0),
         (f"{ar}.rollout.tensor_model_parallel_size", o.rollout_tensor_parallel),
         (f"{ar}.rollout.gpu_memory_utilization", float(o.gpu_memory_utilization)),
+        (f"{ar}.rollout.max_model_len", layout.max_model_len(cfg, o)),  # else vLLM sizes for the whole context
         (f"{ar}.rollout.dtype", p.rollout_dtype),
         (f"{ar}.rollout.quantization", p.rollout_quantization),
         (f"{ar}.rollout.calculate_log_probs", True),
@@ -194,6 +199,8 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     out += [
         ("reward.custom_reward_function.path", str(root / "harness" / "trainers" / "verl" / "reward.py")),
         ("reward.custom_reward_function.name", "compute_score"),
+        (TQ_STORAGE_UNITS_KEY, TQ_STORAGE_UNITS),  # what ray_resources.py counts
+        ("trainer.use_v1", True),  # the legacy trainer would swap the harness loss for its own bypass-mode loss
         ("trainer.nnodes", shape.nodes),
         ("trainer.n_gpus_per_node", shape.gpus_per_node),
         ("trainer.total_training_steps", t.steps),
@@ -213,6 +220,17 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     env = job_env(cfg, paths, root)
     out += [(f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}", v) for k, v in env.items() if k != "PYTHONPATH"]
     return [f"{key}={value(v)}" for key, v in out] + list(o.extra)
+
+
+def _batch_size(o) -> List[tuple]:
+    """Fixed micro-batches of micro_batch_per_gpu sequences, or verl's dynamic batch size: sequences packed up
+    to max_tokens_per_gpu tokens per forward, for the update and the log-prob forwards alike."""
+    ar = "actor_rollout_ref"
+    if o.max_tokens_per_gpu is None:
+        return [(f"{ar}.actor.use_dynamic_bsz", False)]
+    return [(f"{ar}.actor.use_dynamic_bsz", True), (f"{ar}.actor.ppo_max_token_len_per_gpu", o.max_tokens_per_gpu),
+            (f"{ar}.rollout.log_prob_use_dynamic_bsz", True),
+            (f"{ar}.rollout.log_prob_max_token_len_per_gpu", o.max_tokens_per_gpu)]
 
 
 def _engine(o, p: layout.Precision, megatron: bool, grad_clip: float) -> List[tuple]:

@@ -18,6 +18,7 @@ from harness.trainers.verl.objective import objective_spec
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.overrides import RunPaths, config_name, harness_root, job_env, verl_overrides
 from harness.trainers.verl.presets import PROMPT
+from harness.trainers.verl.ray_resources import head_cpus
 from harness.trainers.verl.site import site
 from harness.trainers.verl.script import batch_script, main_ppo_command, render_command
 
@@ -61,7 +62,7 @@ def build_plan(cfg, run_dir: Path, resume_from: Optional[str] = None, root: Opti
     shape = layout.cluster(cfg, options)
     script = batch_script(run_name=label, command=command, env=job_env(cfg, paths, root), shape=shape,
                           python=python, data_spec=paths.data_spec, ray_port=options.ray_port,
-                          log_hint=f"Metrics: {paths.metrics}")
+                          log_hint=f"Metrics: {paths.metrics}", min_cpus=head_cpus(shape))
     algo = OmegaConf.to_container(cfg.algo, resolve=True)
     return Plan(paths=paths, command=command, script=script, objective=objective_spec(algo),
                 data=data_spec(cfg, paths))

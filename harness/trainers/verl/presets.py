@@ -35,6 +35,7 @@ class ModelExtras:
     num_experts: int = 0  # > 0: a mixture-of-experts model (router replay applies)
     experts_per_token: int = 0
     params_b: float = 0.0  # total parameters, billions (the memory preflight; 0: unknown, not checked)
+    expert_params_b: float = 0.0  # of those, inside the experts (sharded by expert parallel; the rest is not)
     head_dim: int = 128  # attention head width (KV-cache size)
 
 
@@ -63,7 +64,9 @@ MODELS: Dict[str, ModelExtras] = {
     "Qwen3-1.7B-Base": ModelExtras(params_b=1.7),
     "Qwen3-4B-Base": ModelExtras(params_b=4.0),
     "Qwen3-8B-Base": ModelExtras(params_b=8.2),
-    "Qwen3-30B-A3B-Base": ModelExtras(num_experts=128, experts_per_token=8, params_b=30.5),
+    # experts: 48 layers x 128 experts x 3 x 2048 x 768 (moe_intermediate_size) = 29.0B; the other 1.5B are
+    # attention (0.91B), embeddings and the untied output layer (0.62B), routers and norms
+    "Qwen3-30B-A3B-Base": ModelExtras(num_experts=128, experts_per_token=8, params_b=30.5, expert_params_b=29.0),
     "DeepSeek-R1-Distill-Qwen-1.5B": ModelExtras(params_b=1.78),
     "Qwen2.5-3B-Instruct": ModelExtras(params_b=3.09),
 }

@@ -40,8 +40,10 @@ RAY_PORT_SLOTS = 127
 
 
 def batch_script(*, run_name: str, command: List[str], env: Dict[str, str], shape: Cluster, python: str,
-                 data_spec: Path, ray_port: Optional[int], log_hint: str) -> str:
-    """`command[0]` is replaced by "$VERL_PYTHON": verl runs in the configured environment."""
+                 data_spec: Path, ray_port: Optional[int], log_hint: str, min_cpus: int = 1) -> str:
+    """`command[0]` is replaced by "$VERL_PYTHON": verl runs in the configured environment. `min_cpus`: the
+    logical CPUs Ray gets at least outside Slurm (verl's reservations, ray_resources.py; in a Slurm job
+    preflight has checked cpus_per_task)."""
     q = shlex.quote
     exports = "\n".join(f"export {k}={q(v)}" + ("${PYTHONPATH:+:$PYTHONPATH}" if k == "PYTHONPATH" else "")
                          for k, v in env.items())
@@ -73,7 +75,7 @@ JOB_NUM=${{SLURM_JOB_ID:-$$}}
 JOB_NUM=${{JOB_NUM%%[!0-9]*}}
 {port_base}
 RAY_TMP="${{HARNESS_RAY_TMPDIR:-/tmp}}/ray-$(id -u)-${{SLURM_JOB_ID:-local$$}}"
-RAY_CPUS=${{SLURM_CPUS_PER_TASK:-$(nproc)}}
+RAY_CPUS=${{SLURM_CPUS_PER_TASK:-$(( $(nproc) > {min_cpus} ? $(nproc) : {min_cpus} ))}}
 RAY_GPUS=${{SLURM_GPUS_ON_NODE:-$GPUS_PER_NODE}}
 RAY_GPUS=${{RAY_GPUS##*:}}
 # the head's IPv4 address on the allocation's network (the first non-loopback address its name resolves to)
@@ -93,20 +95,7 @@ if [ -n "${{SLURM_MEM_PER_NODE:-}}" ]; then  # the object store takes 30% of the
   RAY_NODE+=(--object-store-memory=$((SLURM_MEM_PER_NODE * 1024 * 1024 * 3 / 10)))
 fi
 RAY_PIDS=()
-stop_ray() {{
-  local rc=$? pid
-  trap - EXIT INT TERM
-  for pid in "${{RAY_PIDS[@]}}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 30); do
-    alive=0; for pid in "${{RAY_PIDS[@]}}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [ "$alive" = 0 ] && break; sleep 1
-  done
-  for pid in "${{RAY_PIDS[@]}}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  for pid in $(pgrep -u "$(id -u)" -f -- "$RAY_TMP/" || true); do kill -KILL "$pid" 2>/dev/null || true; done
-  rm -rf "$RAY_TMP"
-  exit "$rc"
-}}
-trap stop_ray EXIT
+{STOP_RAY}trap stop_ray EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 RAY_HEAD=(--head --node-ip-address="$HEAD_IP" --port="$RAY_PORT_BASE" --include-dashboard=false
@@ -127,6 +116,30 @@ done
 
 # 3. verl, in the verl environment
 {verl_call}
+"""
+
+
+# The exit trap: signal this script's `ray start` children (head, and the workers' srun steps), wait for them,
+# kill what still names the job's temp dir, and remove that dir, on every node of the allocation (a worker's
+# Ray leaves its temp dir behind on its own node). Needs NODES, RAY_PIDS and RAY_TMP.
+STOP_RAY = """stop_ray() {
+  local rc=$? pid node
+  trap - EXIT INT TERM
+  for pid in "${RAY_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 30); do
+    alive=0; for pid in "${RAY_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break; sleep 1
+  done
+  for pid in "${RAY_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for node in "${NODES[@]:1}"; do
+    timeout 120 srun --overlap --nodes=1 --ntasks=1 -w "$node" bash -c \\
+      'for pid in $(pgrep -u "$(id -u)" -f -- "$1/" || true); do kill -KILL "$pid" 2>/dev/null || true; done; rm -rf "$1"' \\
+      clean-ray "$RAY_TMP" || echo "harness: could not clean $RAY_TMP on $node" >&2
+  done
+  for pid in $(pgrep -u "$(id -u)" -f -- "$RAY_TMP/" || true); do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$RAY_TMP"
+  exit "$rc"
+}
 """
 
 

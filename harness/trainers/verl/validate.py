@@ -20,6 +20,7 @@ from harness.trainers.verl.objective import unsupported_reason
 from harness.trainers.verl.options import ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options
 from harness.trainers.verl.memory import Model, Setup, refusal
 from harness.trainers.verl.presets import model_extras, parse_hub_ref
+from harness.trainers.verl.ray_resources import check_cpus
 from harness.trainers.verl.script import RAY_PORT_BLOCK
 from harness.trainers.verl.site import Site, site
 
@@ -36,6 +37,8 @@ def validate_verl(cfg) -> None:
         _check_trainer(cfg)
         _check_objective(cfg, options)
         shape = layout.cluster(cfg, options)
+        if shape.cpus_per_task is not None:
+            check_cpus(shape.cpus_per_task, shape)
         layout.check_rollout_parallel(cfg, options, shape)
         layout.batches(cfg, options, shape)
         layout.precision(cfg, options)
@@ -70,6 +73,8 @@ def _check_options(o: VerlOptions) -> None:
     _need(o.entropy_coeff >= 0, f"{v}.entropy_coeff", o.entropy_coeff, "must be >= 0")
     _need(o.ray_port is None or 1024 <= o.ray_port <= 65535 - RAY_PORT_BLOCK, f"{v}.ray_port", o.ray_port,
           f"null (derived from the Slurm job id) or the first of {RAY_PORT_BLOCK} free ports, 1024 to {65535 - RAY_PORT_BLOCK}")
+    _need(o.max_tokens_per_gpu is None or o.max_tokens_per_gpu >= 1, f"{v}.max_tokens_per_gpu", o.max_tokens_per_gpu,
+          "null (micro_batch_per_gpu sequences per micro-batch) or tokens >= 1")
     _need(o.local_gpu_memory_gb is None or o.local_gpu_memory_gb > 0, f"{v}.local_gpu_memory_gb",
           o.local_gpu_memory_gb, "null (unknown) or GB > 0")
     _need(o.data.max_train_samples is None or o.data.max_train_samples >= 1, f"{v}.data.max_train_samples",
@@ -114,11 +119,14 @@ def _check_model(cfg, options: VerlOptions) -> None:
             raise ValueError(f"model.path={path!r} has no config.json: not a Hugging Face checkpoint (model={m.name})")
     elif not HUB_ID.fullmatch(path):
         raise ValueError(f"model.path={path!r} is neither an existing folder nor a hub id <org>/<name>")
-    total = options.max_prompt_length + cfg.trainer.max_new_tokens
+    total = layout.max_model_len(cfg, options)
     if total > m.max_position_embeddings:
         raise ValueError(f"trainer.max_new_tokens={cfg.trainer.max_new_tokens} is not allowed: with "
                          f"trainer.verl.max_prompt_length={options.max_prompt_length} it exceeds model={m.name}'s "
                          f"context of {m.max_position_embeddings} tokens")
+    if options.max_tokens_per_gpu is not None and options.max_tokens_per_gpu < total:
+        raise ValueError(f"trainer.verl.max_tokens_per_gpu={options.max_tokens_per_gpu} is not allowed: a micro-batch "
+                         f"must hold one full sequence, trainer.verl.max_prompt_length + trainer.max_new_tokens = {total}")
     if options.router_replay != "disabled":
         if model_extras(m.name).num_experts < 1:
             raise ValueError(f"trainer.verl.router_replay={options.router_replay!r} is not allowed for model={m.name}: "
@@ -170,13 +178,14 @@ def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site)
     precision = layout.precision(cfg, options)
     rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 4 if precision.rollout_dtype == "float32" else 2
     megatron = options.strategy == "megatron"
-    model_parallel = options.train_tensor_parallel * (options.expert_parallel if extras.num_experts else 1) \
-        if megatron else 1
-    model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads)
+    model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads,
+                  extras.expert_params_b)
     setup = Setup(gpu_gb=float(where.gpu_memory_gb), gpus_per_node=shape.gpus_per_node, gpus=shape.gpus,
                   utilization=options.gpu_memory_utilization, rollout_tp=options.rollout_tensor_parallel,
-                  rollout_bytes=rollout_bytes, sequence=options.max_prompt_length + cfg.trainer.max_new_tokens,
-                  megatron=megatron, train_model_parallel=model_parallel, offload=options.offload)
+                  rollout_bytes=rollout_bytes, sequence=layout.max_model_len(cfg, options), megatron=megatron,
+                  offload=options.offload, train_tp=options.train_tensor_parallel if megatron else 1,
+                  expert_parallel=options.expert_parallel if megatron and extras.num_experts else 1,
+                  host_gb=shape.mem_gb)
     problem = refusal(model, setup, where.name)
     if problem:
         raise ValueError(problem)

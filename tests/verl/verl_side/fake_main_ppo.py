@@ -17,6 +17,7 @@ import ray
 import torch
 from verl.trainer.ppo.core_algos import get_policy_loss_fn
 from verl.utils.import_utils import import_external_libs
+from verl.utils.py_functional import rename_dict
 
 from verl_config import compose_verl
 
@@ -27,6 +28,10 @@ def main(argv):
     ray.init(address=os.environ["RAY_ADDRESS"], logging_level="ERROR")
     gpus = ray.cluster_resources().get("GPU", 0)
     assert gpus == cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node, gpus
+    # what verl reserves on the head node (harness/trainers/verl/ray_resources.py): else its start-up hangs
+    units = cfg.transfer_queue.backend.SimpleStorage.num_data_storage_units
+    assert ray.cluster_resources().get("CPU", 0) >= 3 * cfg.trainer.n_gpus_per_node + 1 + units + 1
+    assert cfg.trainer.use_v1 is True
     for f in [*cfg.data.train_files, *cfg.data.val_files]:
         assert Path(f).is_file(), f
     import_external_libs(cfg.actor_rollout_ref.model.external_lib)
@@ -39,7 +44,8 @@ def main(argv):
     log = Path(os.environ["VERL_FILE_LOGGER_PATH"])
     with log.open("a") as fh:
         fh.write(json.dumps({"step": 0, "data": {"val-core/aime2024/acc/mean@16": 0.25}}) + "\n")
-        fh.write(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5, "actor/pg_loss": float(loss), **metrics,
+        fh.write(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5, "actor/pg_loss": float(loss),
+                                                 **rename_dict(metrics, "actor/"),  # as verl's trainer logs them
                                                  "perf/cluster_gpus": gpus}}) + "\n")
     ckpt = Path(cfg.trainer.default_local_dir)
     (ckpt / "global_step_1").mkdir(parents=True, exist_ok=True)
