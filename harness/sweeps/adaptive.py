@@ -1,5 +1,6 @@
-"""`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided or the
-budget (runs and/or minutes) is spent.
+"""`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided (the regime
+checks, `check: true`, are reported but do not hold the study), a precondition fails (the verdict is then
+"not testable here"), or the budget (runs and/or minutes) is spent.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α
@@ -20,19 +21,22 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from harness.reports import inference
+from harness.reports import inference, preconditions
 from harness.reports.sequential import level, looks
 from harness.sweeps.spec import SweepSpec
 
 
 def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[float], hypothesis: str,
-          sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0) -> Tuple[str, int]:
+          sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0, method: str = "t",
+          bounds=(None, None)) -> Tuple[str, int]:
     """One adaptive study on any data source: draw(n) returns each arm's {seed: value} for seeds < n.
     Returns (verdict word, seeds per arm used). The sweep runner applies the same looks and levels."""
     n = 0
+    exchangeable = abs(sum(weights)) < 1e-12 and offset == 0
     for n in looks(per_round, max_seeds):
         est = inference.estimate(draw(n), weights, offset)
-        decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha), with_power=False)
+        decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha), bounds=bounds,
+                                    with_power=False, method=method, exchangeable=exchangeable)
         if decision.decided:
             return decision.word, n
     return inference.INCONCLUSIVE, n
@@ -91,13 +95,22 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         last_round, done, first = (clock() - began) / 60.0, n, False
         _save_state(sweep_dir, spec, user, flags, done)
         try:
-            outcomes = evaluate(collect(from_sweep_dir(sweep_dir, store)), spec)
+            data = collect(from_sweep_dir(sweep_dir, store))
+            refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
+            outcomes = [] if refused else evaluate(data, spec)
         except Exception as err:  # no data yet (every run failed): keep going while budget remains
             print(f"harness: warning: sweep {spec.name}: tests not evaluated after round {j + 1}: {err}")
             continue
+        if refused:  # the regime cannot show the claim: more seeds of it would be spent on nothing
+            stop = f"{preconditions.NOT_TESTABLE} at {n} seeds per arm — {refused}"
+            break
         for o in outcomes:
-            print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}")
-        if outcomes and all(o.decision.decided for o in outcomes):
+            print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}"
+                  + (" (a check: does not hold the study)" if o.test.check else ""))
+        claims = [o for o in outcomes if not o.test.check] or outcomes
+        if claims and all(o.decision.decided for o in claims):
+            # the checks guard the tests' reading, they are not what the study decides: an undecided
+            # check must not keep a decided study running
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")

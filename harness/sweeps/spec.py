@@ -13,7 +13,7 @@ import yaml
 from harness.resources import available, find_yaml, search_dirs
 from harness.sweeps.design import Design, parse_design
 
-DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi")
+DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi", "preconditions")
 
 
 @dataclass

@@ -72,11 +72,13 @@ def test_a_refused_design_exits_2_before_anything_runs(run_harness):
 
 
 def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
-    """A real adaptive sweep: dppo vs itself at δ 0.1 and 0.2 on debug=quick runs. The equivalence margin is
-    huge, so the first look that spends α decides it; the sweep stops there and says so."""
+    """A real adaptive sweep on debug=quick runs, with an outcome no install can change: the token entropy
+    (a continuous measure, different for every seed) is far below 1000 nats. The first look (2 seeds) can
+    never decide at its share of α (2^−2 ≥ α); the second (4 seeds, α 0.09 > 2^−4) decides, and the sweep
+    stops there and says so."""
     (run_harness.root / "sweeps").mkdir()
     (run_harness.root / "sweeps" / "auto.yaml").write_text(textwrap.dedent("""
-        hypothesis: δ 0.1 and 0.2 end within 0.9 of each other
+        hypothesis: the mean token entropy of δ 0.1 and 0.2 is below 1000 nats
         reports: [decisions]
         overrides: [debug=quick, algo=dppo]
         grids:
@@ -85,17 +87,18 @@ def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
         budget: {runs: 12, per_round: 2, max_seeds: 6}
         alpha: 0.2
         tests:
-          - name: δ does not matter by 0.9
-            measure: gain
-            hypothesis: equivalent
-            sesoi: 0.9
-            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+          - name: entropy below 1000 nats
+            measure: entropy
+            hypothesis: less
+            sesoi: 1
+            contrast: {"algo.delta=0.1": 0.5, "algo.delta=0.2": 0.5}
+            offset: 1000
     """))
     proc = run_harness("sweep", "auto", env={"HARNESS_SWEEPS": str(run_harness.root / "sweeps")}, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "seeds: auto — looks at 2, 4, 6 seeds per arm" in out
-    assert "round 1: seeds 0..1" in out and "stopped — every declared test decided" in out
+    assert "round 1: seeds 0..1" in out and "stopped — every declared test decided at 4 seeds" in out
     assert "round 3" not in out  # decided before the budget was spent
     (sweep,) = (run_harness.root / "multirun" / "auto").glob("*")
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
@@ -113,18 +116,21 @@ CONTINUED = """
     seeds: auto
     budget: {runs: 12, minutes: 0.01, per_round: 2, max_seeds: 6}
     tests:
-      - name: δ 0.1 above δ 0.2
-        measure: gain
-        hypothesis: greater
-        sesoi: 0.001
-        contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+      - name: entropy below 1000 nats
+        measure: entropy
+        hypothesis: less
+        sesoi: 1
+        contrast: {"algo.delta=0.1": 0.5, "algo.delta=0.2": 0.5}
+        offset: 1000
 """
 
 
 def test_a_study_stopped_by_its_minutes_budget_continues_in_its_own_folder(run_harness):
-    """The first look (2 seeds) spends almost no α, so the study is undecided when its tiny minutes budget
-    stops it; the report's command continues it in the same folder from the next look (not from look 1 in
-    a new folder, which would test the same seeds again at a fresh α)."""
+    """The first look (2 seeds) spends almost no α, which 2 seeds can never reach (2^−2 ≥ α 0.0007), so the
+    study is undecided whatever its runs give when its tiny minutes budget stops it (the outcome itself,
+    entropy ≪ 1000 nats, is fixed too); the report's command continues it in the same folder from the next
+    look (not from look 1 in a new folder, which would test the same seeds again at a fresh α). The
+    continued round (4 seeds, α 0.016 ≤ 2^−4) cannot decide either, and the minutes stop it again."""
     sweeps = run_harness.root / "sweeps"
     sweeps.mkdir()
     (sweeps / "slow.yaml").write_text(textwrap.dedent(CONTINUED))
@@ -135,7 +141,7 @@ def test_a_study_stopped_by_its_minutes_budget_continues_in_its_own_folder(run_h
     (sweep,) = (run_harness.root / "multirun" / "slow").glob("*")
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     command = f"python -m harness sweep slow --continue={sweep}"
-    assert command in md
+    assert command in md and "too few seeds for α" in md
     refused = run_harness("sweep", "slow", "--continue=/no/such/folder", env=env)
     assert refused.returncode == 2 and "not the folder of an adaptive study" in refused.stderr
     again = run_harness("sweep", "slow", f"--continue={sweep}", env=env, timeout=900)
