@@ -40,6 +40,20 @@ def test_a_design_loads_with_its_tests(tmp_path, monkeypatch):
     assert spec.grid_overrides(["seed=range(0,2)"]) == [["algo=dppo,drpo"]]
 
 
+def test_preconditions_load_with_their_arm_and_threshold(tmp_path, monkeypatch):
+    spec = _load(tmp_path, monkeypatch, """
+        preconditions:
+          - name: the mismatch is LLM-like
+            measure: mismatch
+            arm: "algo.name=drpo"
+            at_least: 0.01
+          - {name: dppo does not collapse, measure: collapsed, at_most: 0.1}
+    """)
+    first, second = spec.design.preconditions
+    assert first.arm == (("algo.name", "drpo"),) and first.at_least == 0.01 and first.rule == "≥ 0.01"
+    assert second.arm == () and second.at_most == 0.1 and second.rule == "≤ 0.1"
+
+
 @pytest.mark.parametrize("body, message", [
     ("seeds: auto\n", "'seeds: auto' needs a 'budget'"),
     ("alpha: 0.7\n", "'alpha' is 0.7; allowed: 0 < alpha < 0.5"),
@@ -54,6 +68,11 @@ def test_a_design_loads_with_its_tests(tmp_path, monkeypatch):
     # 2 runs per seed (dppo, drpo): 3 runs cannot give any arm 2 seeds
     ("seeds: auto\nbudget: {runs: 3}\n", "'budget.runs' is 3; allowed: ≥ 4"),
     ("sesoi: -1\n", "'sesoi' is -1"),
+    ("preconditions:\n  - {name: x, measure: nope, at_least: 1}\n", "preconditions[0].measure is 'nope'"),
+    ("preconditions:\n  - {name: x, measure: gain}\n", "needs exactly one of at_least, at_most"),
+    ("preconditions:\n  - {name: x, measure: gain, at_most: high}\n", "preconditions[0].at_most is 'high'"),
+    ("tests:\n  - {measure: gain, hypothesis: greater, sesoi: 0.1, method: bayes, contrast: {'algo.name=dppo': 1}}\n",
+     "tests[0].method is 'bayes'; allowed: t, fisher, exact"),
     # three seeds per arm: the smallest one-sided Fisher p is 0.05, so p < 0.05 can never be reached
     ("seeds: [0, 1, 2]\ntests:\n  - {measure: collapsed, hypothesis: greater, sesoi: 0.5, method: fisher,\n"
      "     contrast: {'algo.name=dppo': 1, 'algo.name=drpo': -1}}\n", "can never succeed"),
