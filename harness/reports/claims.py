@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from harness.reports import decisions, preconditions
+from harness.reports import decisions, preconditions, robust
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
@@ -56,12 +56,15 @@ def describe(data: SweepData, page: Page, groups: Dict[str, List[Run]], measures
     rows = []
     for name, members in groups.items():
         collapsed = sum(summarize(data, r).collapse is not None for r in members)
-        rows.append([name, len(members), len(finished(members)), f"{collapsed}/{len(members)}",
+        low, high = robust.collapse_bounds(collapsed, len(members))
+        rows.append([name, len(members), len(finished(members)),
+                     f"{collapsed}/{len(members)} [{low:.0%}, {high:.0%}]",
                      *(fmt_interval(interval(data, members, m, k)) for m in measures)])
     page.heading(heading)
-    page.table([label, "runs", "finished", "collapsed (below own start)",
+    page.table([label, "runs", "finished", "collapsed (below own start) [95% exact CI of the rate]",
                 *(f"{m} (95% CI)" for m in measures)], rows,
-               caption="Means over seeds; intervals: Student-t, intersected with the measure's range. "
+               caption="Means over seeds; intervals: Student-t, intersected with the measure's range; collapse "
+                       "rates: Clopper–Pearson (exact binomial), which says how rare an unseen collapse may be. "
                        + "; ".join(f"{m}: {measure(m).description}" for m in measures) + f"; k = {k}.")
 
 

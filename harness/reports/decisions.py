@@ -32,8 +32,8 @@ METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run o
           "direction is shown at the look's one-sided α. Not reproduced: the opposite direction, or equivalence "
           "within ±SESOI (two one-sided tests), is shown at that α. Inconclusive: neither; then the power figure "
           "(seeds per arm for the target power at the SESOI, given the observed spread) and the command that "
-          "runs the missing seeds (fresh seeds only) are printed. Intervals: the (1 − 2α) t-interval, intersected with the range "
-          "the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
+          "runs the missing seeds (fresh seeds only) are printed. Intervals: the (1 − 2α) t-interval (method "
+          "exact: Anderson's), intersected with the range the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
           "correction needed); not reproduced if a contradiction survives Holm's correction over the tests at the "
           "look's α.")
 

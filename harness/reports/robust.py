@@ -108,7 +108,8 @@ class ExactTests:
 
     @property
     def name(self) -> str:
-        parts = ["sign-flip" if self.exchangeable else "", "Anderson bound" if self.bounded else "t (unbounded measure)"]
+        parts = ["sign-flip" if self.exchangeable else "",
+                 "Anderson bound" if self.bounded else "t (unbounded measure)"]
         return "exact: " + " and ".join(p for p in parts if p)
 
     def p_above(self, theta: float) -> float:
