@@ -15,12 +15,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import inference, plots, preconditions
+from harness.reports import inference, pilot, plots, preconditions
 from harness.reports.arms import matches, selector_text
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.reports.sequential import level
+from harness.reports.sequential import level, looks
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
@@ -85,11 +85,14 @@ def power_alpha(spec) -> float:
 
 
 def evaluate(data: SweepData, spec) -> List[Outcome]:
+    """The declared tests on the study's runs (a pilot's runs are never tested: they sized the design)."""
     design = spec.design
+    piloted = {id(r) for r in pilot.pilot_runs(data, design.pilot.seeds)} if design.pilot else set()
+    tested = [r for r in data.runs if id(r) not in piloted]
     out = []
     for test in design.tests:
         m = measure(test.measure)
-        arms = [(selector_text(sel), per_seed(data, [r for r in data.runs if matches(r, sel)], test.measure,
+        arms = [(selector_text(sel), per_seed(data, [r for r in tested if matches(r, sel)], test.measure,
                                               design.last_k)) for sel, _ in test.contrast]
         weights = [w for _, w in test.contrast]
         n = min((len(a) for _, a in arms), default=0)
@@ -194,6 +197,8 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
             page.text(f"{VERDICT_PREFIX}{preconditions.NOT_TESTABLE} — {refused}; the declared tests are not "
                       "read", "verdict")
             return preconditions.NOT_TESTABLE
+    if design.pilot:
+        _pilot_section(page, data, spec)
     outcomes = evaluate(data, spec)
     page.heading(heading)
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
@@ -231,6 +236,29 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     word, reason = overall(outcomes)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word
+
+
+def size_with_pilot(data: SweepData, spec) -> List[pilot.Sized]:
+    """Each test's pilot SD and the declared design's power at its SESOI (harness/reports/pilot.py)."""
+    design = spec.design
+    plan = looks(design.budget.per_round, design.max_seeds(jobs_per_seed(spec)))
+    return pilot.size(data, spec, _contrast_bounds, exchangeable, plan)
+
+
+def _pilot_section(page: Page, data: SweepData, spec) -> None:
+    design = spec.design
+    sized = size_with_pilot(data, spec)
+    page.heading("Pilot (sizes the design; its runs are never tested)")
+    page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
+                f"power of the declared design at the SESOI (target {design.power:.0%})"],
+               [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
+                 None if s.power is None else f"{s.power:.0%}"] for s in sized])
+    refused = pilot.refusal(sized, design)
+    accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
+    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. "
+              + (f"Refused before the main runs — {refused}." if refused else
+                 "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
+                 "Every test reaches the power target."))
 
 
 def _budget(design) -> str:

@@ -15,13 +15,14 @@ would spend α twice on them.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from harness.reports import inference, preconditions
+from harness.reports import inference, pilot, preconditions
 from harness.reports.sequential import level, looks
 from harness.sweeps.spec import SweepSpec
 
@@ -60,6 +61,29 @@ def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[s
         {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done)}, sort_keys=False))
 
 
+def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
+    """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
+    why the main runs are refused or None)."""
+    from harness.reports.collect import collect
+    from harness.reports.decisions import size_with_pilot
+    from harness.reports.locate import from_sweep_dir
+    from harness.sweeps import grid_runs
+
+    design = spec.design
+    seeds = ",".join(map(str, design.pilot.seeds))
+    _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
+    store = grid_runs.store_of(jobs)
+    print(f"sweep {spec.name}: pilot: seeds {seeds} (they size the design and are never tested)", flush=True)
+    worst = grid_runs.run_grids(sweep_dir, grids, flags, tag="p")
+    sized = size_with_pilot(collect(from_sweep_dir(sweep_dir, store)), spec)
+    for s in sized:
+        print(f"  pilot: {s.text(design.power)}")
+    refused = pilot.refusal(sized, design)
+    if not refused and any(s.power is None or s.power < design.power for s in sized):
+        print(f"sweep {spec.name}: underpowered, run anyway (underpowered: accepted)")
+    return store, worst, refused
+
+
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                  clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
@@ -79,6 +103,12 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
     started, worst, last_round, first = clock(), 0, 0.0, True
     store = None  # the store's full URI, from the first round's composed jobs
+    if design.pilot and not done:
+        store, worst, refused = _pilot(spec, sweep_dir, user, flags)
+        if refused:
+            print(f"harness: error: sweep {spec.name}: {refused}", file=sys.stderr)
+            grid_runs.finish(spec, sweep_dir, store)
+            return 2
     stop = "budget spent"
     for j, n in enumerate(plan):
         if n <= done:

@@ -25,6 +25,11 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         at_least: 0.01                   # ... must be ≥ this (or at_most: ≤ this)
     A failed precondition makes the verdict "not testable here", naming the check and its measured value;
     the declared tests are then not read.
+    pilot: {seeds: [1000, 1001, 1002, 1003]}   # seeds: auto only; seeds the study never uses
+    underpowered: accepted               # optional: run even if the power at the SESOI is below `power`
+    The pilot runs first; its per-seed spread sets each test's power at its SESOI for the declared budget
+    (harness/reports/pilot.py). Below the power target the main runs are refused, unless the design says
+    `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
 
 Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
 test whose smallest achievable p at the planned seeds is not below its α is refused.
@@ -70,6 +75,11 @@ class Precondition:
 
 
 @dataclass(frozen=True)
+class Pilot:
+    seeds: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Budget:
     runs: Optional[int] = None
     minutes: Optional[float] = None
@@ -87,6 +97,8 @@ class Design:
     tests: Tuple[TestSpec, ...] = field(default_factory=tuple)
     sesoi: Optional[float] = None
     preconditions: Tuple[Precondition, ...] = field(default_factory=tuple)
+    pilot: Optional[Pilot] = None
+    underpowered_accepted: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -197,8 +209,15 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
+    underpowered = data.pop("underpowered", None)
+    if underpowered not in (None, "accepted"):
+        raise bad("'underpowered'", f"is {underpowered!r}; allowed: accepted")
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
-                    _preconditions(data.pop("preconditions", None), bad, MEASURES))
+                    _preconditions(data.pop("preconditions", None), bad, MEASURES),
+                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted")
+    if design.pilot and set(design.pilot.seeds) & set(range(design.max_seeds(per_seed))):
+        raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "
+                  f"0..{design.max_seeds(per_seed) - 1}), e.g. 1000 and up")
     for test in design.tests:
         if test.method != "fisher":
             continue
@@ -209,6 +228,18 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
             raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
                       f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
     return design
+
+
+def _pilot(raw, bad, adaptive: bool) -> Optional[Pilot]:
+    if raw is None:
+        return None
+    seeds = raw.get("seeds") if isinstance(raw, dict) and set(raw) == {"seeds"} else None
+    if not isinstance(seeds, list) or len(seeds) < 2 or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in seeds) or len(set(seeds)) != len(seeds):
+        raise bad("'pilot'", f"is {raw!r}; allowed: {{seeds: [≥ 2 distinct integer seeds]}}")
+    if not adaptive:
+        raise bad("'pilot'", "needs seeds: auto (the pilot sizes the rounds that follow it)")
+    return Pilot(tuple(seeds))
 
 
 def _preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:

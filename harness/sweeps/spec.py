@@ -13,7 +13,8 @@ import yaml
 from harness.resources import available, find_yaml, search_dirs
 from harness.sweeps.design import Design, parse_design
 
-DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi", "preconditions")
+DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi", "preconditions", "pilot",
+               "underpowered")
 
 
 @dataclass
