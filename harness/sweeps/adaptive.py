@@ -1,6 +1,8 @@
 """`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided (the regime
 checks, `check: true`, are reported but do not hold the study), a precondition fails (the verdict is then
-"not testable here"), or the budget (runs and/or minutes) is spent.
+"not testable here"), or the budget (runs and/or minutes) is spent. A design with a `pilot:` runs its
+pilot seeds first and refuses the main rounds when the pilot's spread gives a power below the target at
+the SESOI (harness/reports/pilot.py), unless it says `underpowered: accepted`.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α

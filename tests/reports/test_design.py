@@ -217,3 +217,35 @@ def test_a_follow_up_on_fresh_seeds_keeps_the_false_reproduced_rate_at_alpha():
     print(f"follow-ups of {undecided} undecided designs: false reproduced {fresh / undecided:.3f} on fresh "
           f"seeds, {reused / undecided:.3f} re-testing the first seeds with them")
     assert fresh / undecided <= alpha + 0.02  # 3 Monte Carlo standard errors
+
+
+def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
+    """The pilot (2 seeds per arm) runs first; at most 4 seeds per arm can never reach the final look's α
+    (2^−4 ≥ α), so the power at the SESOI is 0% whatever the runs give: refused before any main round, with
+    the power printed, and the report shows the pilot."""
+    sweeps = run_harness.root / "sweeps"
+    sweeps.mkdir()
+    (sweeps / "piloted.yaml").write_text(textwrap.dedent("""
+        hypothesis: δ 0.1 keeps more entropy than δ 0.2
+        reports: [decisions]
+        overrides: [debug=quick, algo=dppo]
+        grids:
+          - delta: [0.1, 0.2]
+        seeds: auto
+        budget: {runs: 8, per_round: 2, max_seeds: 4}
+        pilot: {seeds: [1000, 1001]}
+        tests:
+          - name: δ 0.1 above δ 0.2
+            measure: entropy
+            hypothesis: greater
+            sesoi: 0.01
+            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+    """))
+    proc = run_harness("sweep", "piloted", env={"HARNESS_SWEEPS": str(sweeps)}, timeout=900)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "pilot: seeds 1000,1001" in proc.stdout and "power 0% at the SESOI 0.01 (target 80%)" in proc.stdout
+    assert "underpowered: δ 0.1 above δ 0.2" in proc.stderr and "round 1" not in proc.stdout
+    (sweep,) = (run_harness.root / "multirun" / "piloted").glob("*")
+    assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}  # only the pilot's jobs ran
+    md = (sweep / "reports" / "decisions" / "summary.md").read_text()
+    assert "Pilot (sizes the design; its runs are never tested)" in md and "Refused before the main runs" in md
