@@ -9,8 +9,11 @@ are combined with a Welch–Satterthwaite standard error. Three one-sided questi
   opposite    c < 0 (or < −SESOI), the data contradict the claim,
   equivalence |c| < SESOI (two one-sided tests, TOST): no effect worth the name.
 
-Each answers at the level α the caller gives (a sequential design gives each look its share of α). The
-interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
+Each answers at the level α the caller gives (a sequential design gives each look its share of α). No
+question is answered when the per-seed contrasts have no spread (a discrete outcome ties: the spread is
+unknown, not zero) or with too few seeds for α (2^−n ≥ α: a smaller p would rest on the normal model
+alone); the decision says why. `method: exact` answers them with tests that hold when runs collapse
+(robust.py). The interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
 values in [0, 1] lies in [0, 1]; intersecting keeps its coverage and keeps bands inside the axis).
 Power: the seeds per arm that the declared SESOI needs at the target power, given the observed standard
 deviation, from the noncentral t distribution.

@@ -45,6 +45,13 @@ def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[f
     return inference.INCONCLUSIVE, n
 
 
+def decided(outcomes) -> bool:
+    """May the study stop? When every declared test is decided. The checks (`check: true`) guard how the
+    tests are read, they are not what the study decides: an undecided check does not keep it running."""
+    claims = [o for o in outcomes if not o.test.check] or list(outcomes)
+    return bool(claims) and all(o.decision.decided for o in claims)
+
+
 STATE_FILE = "adaptive.yaml"
 
 
@@ -139,10 +146,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         for o in outcomes:
             print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}"
                   + (" (a check: does not hold the study)" if o.test.check else ""))
-        claims = [o for o in outcomes if not o.test.check] or outcomes
-        if claims and all(o.decision.decided for o in claims):
-            # the checks guard the tests' reading, they are not what the study decides: an undecided
-            # check must not keep a decided study running
+        if decided(outcomes):
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")

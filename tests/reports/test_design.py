@@ -249,3 +249,21 @@ def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
     assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}  # only the pilot's jobs ran
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "Pilot (sizes the design; its runs are never tested)" in md and "Refused before the main runs" in md
+
+
+def test_an_undecided_regime_check_does_not_hold_a_decided_study():
+    from harness.reports import inference
+    from harness.reports.decisions import Outcome
+    from harness.sweeps.adaptive import decided
+    from harness.sweeps.design import TestSpec
+
+    def outcome(word, check):
+        test = TestSpec("check" if check else "claim", "gain", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),),
+                        check=check)
+        return Outcome(test, inference.Decision(word, "", None, None, None, None, None, 0.01, None), [], 0.01, None)
+
+    yes, no = inference.REPRODUCED, inference.INCONCLUSIVE
+    assert decided([outcome(yes, False), outcome(no, True)])  # the check is undecided: the study stops
+    assert not decided([outcome(no, False), outcome(yes, True)])
+    assert decided([outcome(yes, True)]) and not decided([outcome(no, True)])  # checks alone: they decide
+    assert not decided([])
