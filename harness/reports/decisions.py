@@ -16,11 +16,11 @@ import numpy as np
 from scipy import stats
 
 from harness.reports import inference, pilot, plots, preconditions
-from harness.reports.arms import matches, selector_text
-from harness.reports.data import Run, SweepData, fmt
+from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
+from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.reports.sequential import level, looks
+from harness.reports.sequential import level
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
@@ -97,7 +97,7 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         weights = [w for _, w in test.contrast]
         n = min((len(a) for _, a in arms), default=0)
         alpha = look_alpha(spec, n)
-        bounds = _contrast_bounds(m.bounds, weights, test.offset)
+        bounds = contrast_bounds(m.bounds, weights, test.offset)
         if test.method == "fisher":
             decision = _fisher(arms, weights, alpha)
         else:
@@ -107,25 +107,6 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
                                         exchangeable=exchangeable(test))
         out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir)))
     return out
-
-
-def exchangeable(test) -> bool:
-    """Is "c = 0" the null that the arms do not differ (weights summing to 0, no offset)? Then the exact
-    method may use the sign-flip test."""
-    return abs(sum(w for _, w in test.contrast)) < 1e-12 and test.offset == 0
-
-
-def _contrast_bounds(bounds, weights, offset):
-    """Range of Σ w·mean − offset when each mean lies in `bounds` (None where unbounded)."""
-    low = high = -offset
-    for w in weights:
-        lo, hi = bounds
-        ends = [w * lo if lo is not None else None, w * hi if hi is not None else None]
-        if w < 0:
-            ends.reverse()
-        low = None if low is None or ends[0] is None else low + ends[0]
-        high = None if high is None or ends[1] is None else high + ends[1]
-    return low, high
 
 
 def _fisher(arms, weights, alpha) -> inference.Decision:
@@ -198,7 +179,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                       "read", "verdict")
             return preconditions.NOT_TESTABLE
     if design.pilot:
-        _pilot_section(page, data, spec)
+        pilot.write_section(page, data, spec)
     outcomes = evaluate(data, spec)
     page.heading(heading)
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
@@ -236,29 +217,6 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     word, reason = overall(outcomes)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word
-
-
-def size_with_pilot(data: SweepData, spec) -> List[pilot.Sized]:
-    """Each test's pilot SD and the declared design's power at its SESOI (harness/reports/pilot.py)."""
-    design = spec.design
-    plan = looks(design.budget.per_round, design.max_seeds(jobs_per_seed(spec)))
-    return pilot.size(data, spec, _contrast_bounds, exchangeable, plan)
-
-
-def _pilot_section(page: Page, data: SweepData, spec) -> None:
-    design = spec.design
-    sized = size_with_pilot(data, spec)
-    page.heading("Pilot (sizes the design; its runs are never tested)")
-    page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
-                f"power of the declared design at the SESOI (target {design.power:.0%})"],
-               [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
-                 None if s.power is None else f"{s.power:.0%}"] for s in sized])
-    refused = pilot.refusal(sized, design)
-    accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
-    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. "
-              + (f"Refused before the main runs — {refused}." if refused else
-                 "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
-                 "Every test reaches the power target."))
 
 
 def _budget(design) -> str:

@@ -17,9 +17,12 @@ from typing import List, Optional
 import numpy as np
 
 from harness.reports import inference
-from harness.reports.arms import matches
-from harness.reports.data import SweepData
+from harness.reports.arms import contrast_bounds, exchangeable, matches
+from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
+from harness.reports.page import Page
+from harness.reports.sequential import looks, study
+from harness.sweeps.design import runs_per_seed
 
 SIMULATED_STUDIES = 300
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI
@@ -44,10 +47,10 @@ def pilot_runs(data: SweepData, seeds) -> list:
     return [r for r in data.runs if str(r.seed) in wanted]
 
 
-def size(data: SweepData, spec, contrast_bounds, exchangeable, look_levels: List[int]) -> List[Sized]:
-    """Per non-check test: the pilot's SD and the design's simulated power (see the module).
-    look_levels: the planned looks (seeds per arm) of the main study."""
+def size(data: SweepData, spec) -> List[Sized]:
+    """Per non-check test: the pilot's SD and the declared design's simulated power (see the module)."""
     design = spec.design
+    look_levels = looks(design.budget.per_round, design.max_seeds(runs_per_seed(spec.grids)))
     runs = pilot_runs(data, design.pilot.seeds)
     out = []
     for test in design.tests:
@@ -68,8 +71,6 @@ def size(data: SweepData, spec, contrast_bounds, exchangeable, look_levels: List
 
 
 def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int]) -> float:
-    from harness.sweeps.adaptive import study
-
     rng = np.random.default_rng(0)
     per_round, max_seeds = design.budget.per_round, look_levels[-1]
     centre = ALTERNATIVE[test.hypothesis] * test.sesoi
@@ -94,3 +95,20 @@ def refusal(sized: List[Sized], design) -> Optional[str]:
         return None
     return ("underpowered: " + "; ".join(s.text(design.power) for s in low)
             + " — raise the budget (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
+
+
+def write_section(page: Page, data: SweepData, spec) -> None:
+    """The pilot's table and whether the design was refused, on a report page."""
+    design = spec.design
+    sized = size(data, spec)
+    page.heading("Pilot (sizes the design; its runs are never tested)")
+    page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
+                f"power of the declared design at the SESOI (target {design.power:.0%})"],
+               [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
+                 None if s.power is None else f"{s.power:.0%}"] for s in sized])
+    refused = refusal(sized, design)
+    accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
+    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. "
+              + (f"Refused before the main runs — {refused}." if refused else
+                 "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
+                 "Every test reaches the power target."))

@@ -20,29 +20,13 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional
 
 import yaml
 
-from harness.reports import inference, pilot, preconditions
+from harness.reports import pilot, preconditions
 from harness.reports.sequential import level, looks
 from harness.sweeps.spec import SweepSpec
-
-
-def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[float], hypothesis: str,
-          sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0, method: str = "t",
-          bounds=(None, None)) -> Tuple[str, int]:
-    """One adaptive study on any data source: draw(n) returns each arm's {seed: value} for seeds < n.
-    Returns (verdict word, seeds per arm used). The sweep runner applies the same looks and levels."""
-    n = 0
-    exchangeable = abs(sum(weights)) < 1e-12 and offset == 0
-    for n in looks(per_round, max_seeds):
-        est = inference.estimate(draw(n), weights, offset)
-        decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha), bounds=bounds,
-                                    with_power=False, method=method, exchangeable=exchangeable)
-        if decision.decided:
-            return decision.word, n
-    return inference.INCONCLUSIVE, n
 
 
 def decided(outcomes) -> bool:
@@ -74,7 +58,6 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
     why the main runs are refused or None)."""
     from harness.reports.collect import collect
-    from harness.reports.decisions import size_with_pilot
     from harness.reports.locate import from_sweep_dir
     from harness.sweeps import grid_runs
 
@@ -84,7 +67,7 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     store = grid_runs.store_of(jobs)
     print(f"sweep {spec.name}: pilot: seeds {seeds} (they size the design and are never tested)", flush=True)
     worst = grid_runs.run_grids(sweep_dir, grids, flags, tag="p")
-    sized = size_with_pilot(collect(from_sweep_dir(sweep_dir, store)), spec)
+    sized = pilot.size(collect(from_sweep_dir(sweep_dir, store)), spec)
     for s in sized:
         print(f"  pilot: {s.text(design.power)}")
     refused = pilot.refusal(sized, design)

@@ -7,9 +7,8 @@ import pytest
 from scipy import stats
 
 from harness.reports import inference
-from harness.reports.sequential import level, looks, spent
+from harness.reports.sequential import level, looks, spent, study
 from harness.reports.stats import bootstrap_interval, mean_curve, t_interval
-from harness.sweeps.adaptive import study
 
 ALPHA = 0.05
 

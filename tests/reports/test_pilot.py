@@ -10,7 +10,7 @@ import pytest
 
 from harness.reports import inference, pilot
 from harness.reports.data import Run, SweepData
-from harness.reports.decisions import evaluate, size_with_pilot
+from harness.reports.decisions import evaluate
 from harness.sweeps.spec import load_sweep
 
 DESIGN = """
@@ -52,7 +52,7 @@ def _data(seeds, contrast_sd, rng, effect=0.0):
 def test_the_pilots_spread_sets_the_power_and_refuses_an_underpowered_design(tmp_path, monkeypatch, sd, refused):
     spec = _spec(tmp_path, monkeypatch)
     data = _data(spec.design.pilot.seeds, sd, np.random.default_rng(1))
-    (sized,) = size_with_pilot(data, spec)
+    (sized,) = pilot.size(data, spec)
     assert sized.seeds == 4 and sized.sd == pytest.approx(sd, rel=0.6)
     why = pilot.refusal([sized], spec.design)
     if refused:
@@ -65,7 +65,7 @@ def test_the_pilots_spread_sets_the_power_and_refuses_an_underpowered_design(tmp
 def test_an_underpowered_design_that_says_so_runs_with_its_power_printed(tmp_path, monkeypatch):
     spec = _spec(tmp_path, monkeypatch, "underpowered: accepted\n")
     data = _data(spec.design.pilot.seeds, 0.4, np.random.default_rng(1))
-    (sized,) = size_with_pilot(data, spec)
+    (sized,) = pilot.size(data, spec)
     assert sized.power < 0.3 and pilot.refusal([sized], spec.design) is None
     assert f"power {sized.power:.0%} at the SESOI 0.1 (target 80%)" in sized.text(spec.design.power)
 

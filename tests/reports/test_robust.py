@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from harness.reports import inference, robust
-from harness.sweeps.adaptive import study
+from harness.reports.sequential import study
 
 ALPHA = 0.05
 EVAL_SIZE = 32  # problems in the eval set: accuracy moves in steps of 1/32
