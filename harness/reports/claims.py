@@ -4,20 +4,22 @@ always comes from the sweep's declared tests (`decisions.py`, the rules in sweep
 
 Verdict words: reproduced (the claimed effect is shown at the declared α), not reproduced (the opposite
 direction or equivalence within the SESOI is shown), inconclusive (neither; the page prints the power
-figure and the command that runs the missing seeds)."""
+figure and the command that runs the missing seeds), not testable here (a precondition of the regime
+failed: the check and its measured value are named, the tests are not read)."""
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from harness.reports import decisions
+from harness.reports import decisions, preconditions, robust
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
 from harness.reports.stats import Interval, t_interval
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+NOT_TESTABLE = preconditions.NOT_TESTABLE
 VERDICT_PREFIX = decisions.VERDICT_PREFIX
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 
@@ -54,12 +56,15 @@ def describe(data: SweepData, page: Page, groups: Dict[str, List[Run]], measures
     rows = []
     for name, members in groups.items():
         collapsed = sum(summarize(data, r).collapse is not None for r in members)
-        rows.append([name, len(members), len(finished(members)), f"{collapsed}/{len(members)}",
+        low, high = robust.collapse_bounds(collapsed, len(members))
+        rows.append([name, len(members), len(finished(members)),
+                     f"{collapsed}/{len(members)} [{low:.0%}, {high:.0%}]",
                      *(fmt_interval(interval(data, members, m, k)) for m in measures)])
     page.heading(heading)
-    page.table([label, "runs", "finished", "collapsed (below own start)",
+    page.table([label, "runs", "finished", "collapsed (below own start) [95% exact CI of the rate]",
                 *(f"{m} (95% CI)" for m in measures)], rows,
-               caption="Means over seeds; intervals: Student-t, intersected with the measure's range. "
+               caption="Means over seeds; intervals: Student-t, intersected with the measure's range; collapse "
+                       "rates: Clopper–Pearson (exact binomial), which says how rare an unseen collapse may be. "
                        + "; ".join(f"{m}: {measure(m).description}" for m in measures) + f"; k = {k}.")
 
 
@@ -84,9 +89,10 @@ def admission(data: SweepData, runs: Sequence[Run], page: Page) -> Optional[str]
 
 
 def verdict(page: Page, data: SweepData, default_sweep: str, refused: Optional[str] = None) -> Optional[str]:
-    """The declared tests and the verdict line (`refused`: a precondition failed; inconclusive, with why)."""
+    """The declared tests and the verdict line (`refused`: a precondition failed: not testable here, with
+    why, and the tests are not read)."""
     spec = decisions.spec_for(data, default_sweep)
     if refused:
-        page.text(f"{VERDICT_PREFIX}{INCONCLUSIVE} — {refused}", "verdict")
-        return INCONCLUSIVE
+        page.text(f"{VERDICT_PREFIX}{NOT_TESTABLE} — {refused}; the declared tests are not read", "verdict")
+        return NOT_TESTABLE
     return decisions.write(page, data, spec)

@@ -15,21 +15,27 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import inference, plots
-from harness.reports.data import Run, SweepData, fmt
+from harness.reports import inference, pilot, plots, preconditions
+from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
+from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
 from harness.reports.sequential import level
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
-          "paired (a one-sample t-test on the per-seed contrasts); otherwise Welch's t. Reproduced: the claimed "
+          "paired (a one-sample t-test on the per-seed contrasts; `method: exact`: the sign-flip permutation test "
+          "for no-difference questions and Anderson's distribution-free bound on the contrast's range for shifted "
+          "ones, valid when some runs collapse); otherwise Welch's t. No test decides when the per-seed "
+          "contrasts have no spread (ties) or when too few seeds could reach the look's α without assuming "
+          "normal outcomes (2^−n ≥ α). Reproduced: the claimed "
           "direction is shown at the look's one-sided α. Not reproduced: the opposite direction, or equivalence "
           "within ±SESOI (two one-sided tests), is shown at that α. Inconclusive: neither; then the power figure "
           "(seeds per arm for the target power at the SESOI, given the observed spread) and the command that "
-          "runs the missing seeds are printed. Intervals: the (1 − 2α) t-interval, intersected with the range "
-          "the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
-          "correction needed); not reproduced if a contradiction survives Holm's correction over the tests.")
+          "runs the missing seeds (fresh seeds only) are printed. Intervals: the (1 − 2α) t-interval (method "
+          "exact: Anderson's), intersected with the range the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
+          "correction needed); not reproduced if a contradiction survives Holm's correction over the tests at the "
+          "look's α.")
 
 
 @dataclass
@@ -58,26 +64,6 @@ def spec_for(data: SweepData, default: Optional[str] = None):
     return None
 
 
-def matches(run: Run, selector) -> bool:
-    for key, wanted in selector:
-        have = run.param(key)
-        if key == "algo.name":
-            have = run.objective
-        if key == "precision.name":
-            have = run.precision
-        if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(have, (int, float)):
-            if not np.isclose(float(have), float(wanted)):
-                return False
-        elif str(have) != str(wanted):
-            return False
-    return True
-
-
-def selector_text(selector) -> str:
-    return ",".join(f"{k.replace('algo.name', 'algo').replace('precision.name', 'precision')}={v}"
-                    for k, v in selector)
-
-
 def jobs_per_seed(spec) -> int:
     from harness.sweeps.design import runs_per_seed
 
@@ -99,37 +85,28 @@ def power_alpha(spec) -> float:
 
 
 def evaluate(data: SweepData, spec) -> List[Outcome]:
+    """The declared tests on the study's runs (a pilot's runs are never tested: they sized the design)."""
     design = spec.design
+    piloted = {id(r) for r in pilot.pilot_runs(data, design.pilot.seeds)} if design.pilot else set()
+    tested = [r for r in data.runs if id(r) not in piloted]
     out = []
     for test in design.tests:
         m = measure(test.measure)
-        arms = [(selector_text(sel), per_seed(data, [r for r in data.runs if matches(r, sel)], test.measure,
+        arms = [(selector_text(sel), per_seed(data, [r for r in tested if matches(r, sel)], test.measure,
                                               design.last_k)) for sel, _ in test.contrast]
         weights = [w for _, w in test.contrast]
         n = min((len(a) for _, a in arms), default=0)
         alpha = look_alpha(spec, n)
-        bounds = _contrast_bounds(m.bounds, weights, test.offset)
+        bounds = contrast_bounds(m.bounds, weights, test.offset)
         if test.method == "fisher":
             decision = _fisher(arms, weights, alpha)
         else:
             est = inference.estimate([a for _, a in arms], weights, test.offset)
             decision = inference.decide(est, test.hypothesis, test.sesoi, alpha, design.power, bounds,
-                                        arms=len(arms), alpha_power=power_alpha(spec))
+                                        arms=len(arms), alpha_power=power_alpha(spec), method=test.method,
+                                        exchangeable=exchangeable(test))
         out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir)))
     return out
-
-
-def _contrast_bounds(bounds, weights, offset):
-    """Range of Σ w·mean − offset when each mean lies in `bounds` (None where unbounded)."""
-    low = high = -offset
-    for w in weights:
-        lo, hi = bounds
-        ends = [w * lo if lo is not None else None, w * hi if hi is not None else None]
-        if w < 0:
-            ends.reverse()
-        low = None if low is None or ends[0] is None else low + ends[0]
-        high = None if high is None or ends[1] is None else high + ends[1]
-    return low, high
 
 
 def _fisher(arms, weights, alpha) -> inference.Decision:
@@ -147,25 +124,36 @@ def _fisher(arms, weights, alpha) -> inference.Decision:
 
 
 def _command(spec, decision, arms, sweep_dir=None) -> Optional[str]:
-    """What runs the seeds an undecided test is missing. Every seed from 0: skip-finished reuses the ones
-    already run, so the new sweep's report sees them all."""
+    """What runs the seeds an undecided test is missing. With budget left in an adaptive study: its next
+    looks, in its folder. Otherwise a new design on fresh seeds only: testing the seeds already tested
+    again (at a fresh α) would raise the false-decision rate well above α."""
     if decision.decided:
         return None
     have = max((len(a) for _, a in arms), default=0)
-    want = max(have + 1, decision.seeds_needed or have + 1)
+    want = max(2, decision.seeds_needed or have + 1)
     if spec.design.adaptive:
         cap = spec.design.max_seeds(jobs_per_seed(spec))
         if have < cap and sweep_dir:
             # the same sequential study, continued in its folder: a new folder would test these seeds again
             return f"python -m harness sweep {spec.name} --continue={sweep_dir}"
-    return f"python -m harness sweep {spec.name} 'seed=range(0,{want})'"
+    first = fresh_seed(arms)
+    return f"python -m harness sweep {spec.name} 'seed=range({first},{first + want})'"
 
 
-def overall(outcomes: Sequence[Outcome], alpha: float) -> Tuple[str, str]:
-    """The claim's verdict from its tests; checks (`check: true`) are reported beside it, not combined."""
+def fresh_seed(arms) -> int:
+    """The first seed after every seed the arms have used (integer seeds; others count as used up)."""
+    used = [s for _, a in arms for s in a]
+    numbers = [int(s) for s in used if isinstance(s, (int, np.integer)) or str(s).lstrip("-").isdigit()]
+    return max(numbers, default=-1) + 1
+
+
+def overall(outcomes: Sequence[Outcome]) -> Tuple[str, str]:
+    """The claim's verdict from its tests; checks (`check: true`) are reported beside it, not combined.
+    Holm's correction runs at the looks' α (the smallest of the parts' levels), not the design's α: an
+    adaptive study's look may spend only its own increment."""
     parts = [o for o in outcomes if not o.test.check]
     checks = [o for o in outcomes if o.test.check]
-    word, why = inference.combine([o.decision for o in parts], alpha)
+    word, why = inference.combine([o.decision for o in parts], min((o.alpha for o in parts), default=0.0))
     text = "; ".join(f"{o.test.name}: {o.decision.word}" for o in parts) + f" ({why})"
     if checks:
         text += "; checks, not in the verdict: " + "; ".join(f"{o.test.name}: {o.decision.word}" for o in checks)
@@ -177,8 +165,22 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     if spec is None or not spec.design.tests:
         page.missing("No declared tests found for this sweep (a `tests:` list in its sweep file): no verdict.")
         return None
-    outcomes = evaluate(data, spec)
     design = spec.design
+    if design.preconditions:
+        checked = preconditions.check(data, design.preconditions, design.last_k)
+        page.heading("Preconditions (regime checks that gate the verdict)")
+        page.table(["precondition", "measure", "arm", "measured (mean over seeds)", "seeds", "needs", "met"],
+                   [[c.condition.name, c.condition.measure, selector_text(c.condition.arm) or "every run",
+                     None if c.value is None else fmt(c.value, 4), c.seeds, c.condition.rule,
+                     "yes" if c.passed else "no"] for c in checked])
+        refused = preconditions.failed(checked)
+        if refused:
+            page.text(f"{VERDICT_PREFIX}{preconditions.NOT_TESTABLE} — {refused}; the declared tests are not "
+                      "read", "verdict")
+            return preconditions.NOT_TESTABLE
+    if design.pilot:
+        pilot.write_section(page, data, spec)
+    outcomes = evaluate(data, spec)
     page.heading(heading)
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
               f"{design.power:g}, outcome window last_k = {design.last_k} evaluations"
@@ -206,12 +208,13 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
             page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}")
         elif o.command and design.adaptive:
             page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; {need}. Running them is a new "
-                      f"design with a fixed seed set, to be reported separately (its test runs at the full α): "
-                      f"{o.command}")
+                      f"design on fresh seeds, to be reported separately (its test runs at the full α, so it "
+                      f"must not see the seeds tested here): {o.command}")
         elif o.command:
-            page.text(f"Undecided: {o.test.name} — {need}; run the missing seeds with: {o.command}")
+            page.text(f"Undecided: {o.test.name} — {need}; run them as a new design on fresh seeds (the seeds "
+                      f"tested here are not tested again), reported separately: {o.command}")
     _figure(page, outcomes)
-    word, reason = overall(outcomes, design.alpha)
+    word, reason = overall(outcomes)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word
 

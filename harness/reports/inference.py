@@ -9,8 +9,11 @@ are combined with a Welch–Satterthwaite standard error. Three one-sided questi
   opposite    c < 0 (or < −SESOI), the data contradict the claim,
   equivalence |c| < SESOI (two one-sided tests, TOST): no effect worth the name.
 
-Each answers at the level α the caller gives (a sequential design gives each look its share of α). The
-interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
+Each answers at the level α the caller gives (a sequential design gives each look its share of α). No
+question is answered when the per-seed contrasts have no spread (a discrete outcome ties: the spread is
+unknown, not zero) or with too few seeds for α (2^−n ≥ α: a smaller p would rest on the normal model
+alone); the decision says why. `method: exact` answers them with tests that hold when runs collapse
+(robust.py). The interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
 values in [0, 1] lies in [0, 1]; intersecting keeps its coverage and keeps bands inside the axis).
 Power: the seeds per arm that the declared SESOI needs at the target power, given the observed standard
 deviation, from the noncentral t distribution.
@@ -24,7 +27,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
+from harness.reports import robust
+
 HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
+METHODS = ("t", "exact")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 MAX_SEEDS_SEARCHED = 10000
 
@@ -39,18 +45,42 @@ class Estimate:
     n: int
     paired: bool
     sd_unit: float  # SD of one seed's contrast (paired) or sqrt(Σ w² s²) (unpaired): what power scales
+    values: Tuple[float, ...] = ()  # the per-seed contrasts (paired)
+    sizes: Tuple[int, ...] = ()  # seeds in each arm
 
     def p_above(self, threshold: float) -> float:
-        """One-sided p-value of H0: c ≤ threshold against c > threshold."""
+        """One-sided p-value of H0: c ≤ threshold against c > threshold (1 when there is no spread: no test)."""
         if self.se == 0:
-            return 0.0 if self.value > threshold else 1.0
+            return 1.0
         return float(stats.t.sf((self.value - threshold) / self.se, self.df))
 
     def p_below(self, threshold: float) -> float:
-        """One-sided p-value of H0: c ≥ threshold against c < threshold."""
+        """One-sided p-value of H0: c ≥ threshold against c < threshold (1 when there is no spread: no test)."""
         if self.se == 0:
-            return 0.0 if self.value < threshold else 1.0
+            return 1.0
         return float(stats.t.cdf((self.value - threshold) / self.se, self.df))
+
+    @property
+    def smallest_exact_p(self) -> float:
+        """The smallest one-sided p a test that does not assume normal outcomes can give with these seeds:
+        2^−n for n paired seeds (the sign-flip test), 1 / C(n₁ + n₂, n₁) for two unpaired arms."""
+        if self.paired:
+            return 0.5 ** self.n
+        small = sorted(self.sizes)[:2] if len(self.sizes) >= 2 else [self.n, self.n]
+        return 1.0 / math.comb(small[0] + small[1], small[0])
+
+    def untestable(self, alpha: float) -> Optional[str]:
+        """Why no test may decide at `alpha` with these data, or None. No spread: every seed's contrast is
+        the same (a discrete outcome ties), so the t statistic is undefined, not infinite. Too few seeds:
+        a p below what any exact test with n seeds can reach would rest on the normal model alone."""
+        if self.se == 0 or not np.isfinite(self.se):
+            return (f"no spread: all {self.n} per-seed contrasts equal {self.value:.4g} (ties of a discrete "
+                    "outcome): the spread is unknown, not zero, so no test decides; more seeds are needed")
+        if self.smallest_exact_p >= alpha:
+            return (f"too few seeds for α {alpha:.3g}: with n = {self.n} the smallest p a test that does not "
+                    f"assume normal outcomes can reach is {self.smallest_exact_p:.3g}; at least "
+                    f"{min_seeds(alpha, self.paired)} seeds per arm are needed")
+        return None
 
     def interval(self, level: float, bounds: Tuple[Optional[float], Optional[float]] = (None, None)):
         """Two-sided (1 − 2·level) interval, the one whose ends are the one-sided tests at `level`."""
@@ -73,7 +103,10 @@ def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offs
         seeds = sorted(shared, key=str)
         per_seed = np.array([sum(wi * arm[s] for wi, arm in zip(w, arms)) for s in seeds]) - offset
         sd = float(per_seed.std(ddof=1))
-        return Estimate(float(per_seed.mean()), sd / math.sqrt(len(seeds)), len(seeds) - 1, len(seeds), True, sd)
+        if sd < 1e-12 * max(1.0, float(np.abs(per_seed).max())):  # equal up to rounding: no spread
+            sd = 0.0
+        return Estimate(float(per_seed.mean()), sd / math.sqrt(len(seeds)), len(seeds) - 1, len(seeds), True, sd,
+                        tuple(float(v) for v in per_seed), tuple(len(seeds) for _ in arms))
     values = [np.asarray(list(a.values()), dtype=np.float64) for a in arms]
     if any(len(v) < 2 for v in values):
         return None
@@ -83,7 +116,15 @@ def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offs
     df = float(terms.sum() ** 2 / df_den) if df_den > 0 else float(sum(len(v) - 1 for v in values))
     value = float(sum(wi * v.mean() for wi, v in zip(w, values))) - offset
     sd_unit = float(math.sqrt(sum(wi ** 2 * v.var(ddof=1) for wi, v in zip(w, values))))
-    return Estimate(value, se, df, min(len(v) for v in values), False, sd_unit)
+    return Estimate(value, se, df, min(len(v) for v in values), False, sd_unit, (), tuple(len(v) for v in values))
+
+
+def min_seeds(alpha: float, paired: bool = True) -> int:
+    """Fewest seeds per arm with which a test that does not assume normal outcomes can reach p < α."""
+    n = 2
+    while (0.5 ** n if paired else 1.0 / math.comb(2 * n, n)) >= alpha:
+        n += 1
+    return n
 
 
 def seeds_needed(sd_unit: float, effect: float, alpha: float, power: float, paired: bool, arms: int = 2) -> Optional[int]:
@@ -91,12 +132,13 @@ def seeds_needed(sd_unit: float, effect: float, alpha: float, power: float, pair
     per-seed standard deviation of the contrast is `sd_unit` (unpaired: sqrt(Σ w²σ²)). None if effect ≤ 0."""
     if effect <= 0:
         return None
+    fewest = min_seeds(alpha, paired)  # below it no test decides (Estimate.untestable)
     if sd_unit <= 0:
-        return 2
+        return fewest
     normal = ((stats.norm.isf(alpha) + stats.norm.ppf(power)) * sd_unit / effect) ** 2  # z-test: a lower bound
     if normal >= MAX_SEEDS_SEARCHED:
         return MAX_SEEDS_SEARCHED
-    for n in range(max(2, int(normal)), MAX_SEEDS_SEARCHED):
+    for n in range(max(fewest, int(normal)), MAX_SEEDS_SEARCHED):
         df = n - 1 if paired else arms * (n - 1)
         ncp = effect / (sd_unit / math.sqrt(n))
         critical = stats.t.ppf(1.0 - alpha, df)
@@ -127,42 +169,51 @@ class Decision:
 
 def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float, power: float = 0.8,
            bounds: Tuple[Optional[float], Optional[float]] = (None, None), arms: int = 2,
-           alpha_power: Optional[float] = None, with_power: bool = True) -> Decision:
+           alpha_power: Optional[float] = None, with_power: bool = True, method: str = "t",
+           exchangeable: bool = False) -> Decision:
     """Verdict on one contrast at level `alpha` (one-sided, per question).
 
     greater: reproduced if c > 0; not reproduced if c < 0 or |c| < SESOI (TOST) is shown.
     less: the mirror image. noninferior: reproduced if c > −SESOI; not reproduced if c < −SESOI.
     equivalent: reproduced if |c| < SESOI (TOST); not reproduced if c > SESOI or c < −SESOI is shown
-    (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`)."""
+    (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`).
+    method: t (t-tests) or exact (robust.py: sign-flip where the null is "no difference between the arms"
+    — `exchangeable`: weights summing to 0, no offset — else Anderson's bound on the contrast's range
+    `bounds`). No test decides without spread or with too few seeds for `alpha` (Estimate.untestable)."""
     if hypothesis not in HYPOTHESES:
         raise ValueError(f"hypothesis {hypothesis!r} is not allowed; allowed: {', '.join(HYPOTHESES)}")
+    if method not in METHODS:
+        raise ValueError(f"method {method!r} is not allowed; allowed: {', '.join(METHODS)}")
     if est is None:
         return Decision(INCONCLUSIVE, "fewer than 2 seeds in some arm: no test", None, None, None, None, None,
                         alpha, None)
-    low, high = est.interval(alpha, bounds)
-    if hypothesis == "less":
-        flipped = Estimate(-est.value, est.se, est.df, est.n, est.paired, est.sd_unit)
-        d = decide(flipped, "greater", sesoi, alpha, power, (None, None), arms, alpha_power, with_power)
-        return Decision(d.word, f"claimed c < 0, tested as −c > 0: {d.reason}", est, low, high, d.p_effect,
-                        d.p_against, alpha, d.seeds_needed)
-    if hypothesis == "greater":
-        p_effect = est.p_above(0.0)
-        p_opposite = est.p_below(0.0)
-        p_equiv = max(est.p_above(-sesoi), est.p_below(sesoi))
+    tests = robust.ExactTests(est, bounds, exchangeable) if method == "exact" and est.paired else est
+    low, high = tests.interval(alpha, bounds)
+    needed = seeds_needed(est.sd_unit, sesoi, alpha_power or alpha, power, est.paired, arms) if with_power else None
+    blocked = est.untestable(alpha)
+    if blocked:
+        return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed)
+    if hypothesis in ("greater", "less"):
+        up = hypothesis == "greater"
+        claim, opposite = (">", "<") if up else ("<", ">")
+        p_effect = tests.p_above(0.0) if up else tests.p_below(0.0)
+        p_opposite = tests.p_below(0.0) if up else tests.p_above(0.0)
+        p_equiv = max(tests.p_above(-sesoi), tests.p_below(sesoi))
         if p_effect < alpha:
-            word, why = REPRODUCED, f"c > 0 shown (p = {_p(p_effect)} < {alpha:.3g})"
+            word, why = REPRODUCED, f"c {claim} 0 shown (p = {_p(p_effect)} < {alpha:.3g})"
         elif p_opposite < alpha:
-            word, why = NOT_REPRODUCED, f"c < 0 shown: the opposite direction (p = {_p(p_opposite)} < {alpha:.3g})"
+            word, why = NOT_REPRODUCED, (f"c {opposite} 0 shown: the opposite direction (p = {_p(p_opposite)} "
+                                         f"< {alpha:.3g})")
         elif p_equiv < alpha:
             word, why = NOT_REPRODUCED, (f"equivalence shown: |c| < SESOI {sesoi:g} (TOST p = {_p(p_equiv)} "
                                          f"< {alpha:.3g})")
         else:
-            word, why = INCONCLUSIVE, (f"neither c > 0 (p = {_p(p_effect)}), c < 0 (p = {_p(p_opposite)}) nor "
-                                       f"|c| < {sesoi:g} (TOST p = {_p(p_equiv)}) at {alpha:.3g}")
+            word, why = INCONCLUSIVE, (f"neither c {claim} 0 (p = {_p(p_effect)}), c {opposite} 0 "
+                                       f"(p = {_p(p_opposite)}) nor |c| < {sesoi:g} (TOST p = {_p(p_equiv)}) "
+                                       f"at {alpha:.3g}")
         p_against = min(p_opposite, p_equiv)
-        effect = sesoi
     elif hypothesis == "noninferior":
-        p_effect, p_against = est.p_above(-sesoi), est.p_below(-sesoi)
+        p_effect, p_against = tests.p_above(-sesoi), tests.p_below(-sesoi)
         if p_effect < alpha:
             word, why = REPRODUCED, f"c > −{sesoi:g} shown (p = {_p(p_effect)} < {alpha:.3g})"
         elif p_against < alpha:
@@ -170,10 +221,9 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         else:
             word, why = INCONCLUSIVE, (f"neither c > −{sesoi:g} (p = {_p(p_effect)}) nor c < −{sesoi:g} "
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
-        effect = sesoi
     else:  # equivalent
-        p_effect = max(est.p_above(-sesoi), est.p_below(sesoi))
-        p_against = min(1.0, 2.0 * min(est.p_above(sesoi), est.p_below(-sesoi)))
+        p_effect = max(tests.p_above(-sesoi), tests.p_below(sesoi))
+        p_against = min(1.0, 2.0 * min(tests.p_above(sesoi), tests.p_below(-sesoi)))
         if p_effect < alpha:
             word, why = REPRODUCED, f"|c| < {sesoi:g} shown (TOST p = {_p(p_effect)} < {alpha:.3g})"
         elif p_against < alpha:
@@ -181,8 +231,8 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         else:
             word, why = INCONCLUSIVE, (f"neither |c| < {sesoi:g} (TOST p = {_p(p_effect)}) nor |c| > {sesoi:g} "
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
-        effect = sesoi
-    needed = seeds_needed(est.sd_unit, effect, alpha_power or alpha, power, est.paired, arms) if with_power else None
+    if method == "exact":
+        why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
     return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed)
 
 
@@ -206,7 +256,8 @@ def combine(decisions: Sequence[Decision], alpha: float) -> Tuple[str, str]:
     against = [d.p_against if d.p_against is not None else 1.0 for d in decisions]
     rejected = holm(against, alpha)
     if any(r and d.word == NOT_REPRODUCED for r, d in zip(rejected, decisions)):
-        return NOT_REPRODUCED, f"a part's contradiction holds after Holm's correction over {len(decisions)} parts"
+        return NOT_REPRODUCED, (f"a part's contradiction holds after Holm's correction at α {alpha:.3g} over "
+                                f"{len(decisions)} parts")
     return INCONCLUSIVE, "no part contradicted after Holm's correction, not every part reproduced"
 
 

@@ -7,13 +7,16 @@ own increment, so by the union bound the chance of any false decision over all l
 Σ increments = α, whatever the correlation between looks and whenever the sweep stops: valid under
 early stopping by construction (conservative: it does not use the positive correlation between looks).
 The O'Brien–Fleming shape spends little early, when a handful of seeds carries little information, and
-keeps most of α for the final looks.
+keeps most of α for the final looks. `study` runs these looks on any data source (the sweep runner,
+sweeps/adaptive.py, applies the same looks and levels to real runs; simulations and pilots use it directly).
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from scipy import stats
+
+from harness.reports import inference
 
 
 def spent(t: float, alpha: float) -> float:
@@ -45,3 +48,19 @@ def level(n: int, per_round: int, max_seeds: int, alpha: float) -> float:
     i = next((i for i, m in enumerate(planned) if m >= n), len(planned) - 1)
     before = planned[i - 1] / max_seeds if i else 0.0
     return spent(planned[i] / max_seeds, alpha) - spent(before, alpha)
+
+
+def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[float], hypothesis: str,
+          sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0, method: str = "t",
+          bounds=(None, None)) -> Tuple[str, int]:
+    """One adaptive study on any data source: draw(n) returns each arm's {seed: value} for seeds < n.
+    Returns (verdict word, seeds per arm used). The sweep runner applies the same looks and levels."""
+    n = 0
+    exchangeable = abs(sum(weights)) < 1e-12 and offset == 0
+    for n in looks(per_round, max_seeds):
+        est = inference.estimate(draw(n), weights, offset)
+        decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha), bounds=bounds,
+                                    with_power=False, method=method, exchangeable=exchangeable)
+        if decision.decided:
+            return decision.word, n
+    return inference.INCONCLUSIVE, n

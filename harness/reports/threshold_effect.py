@@ -12,7 +12,8 @@ Verdict over the m pairs: **sensitive** if some pair's `beyond` survives Holm's 
 else **insensitive** if every pair is shown equivalent (an intersection–union test: each pair at α, no
 correction needed); else **sensitive (size undecided)** if some pair's `differs` survives Holm (a difference
 is shown, whether it exceeds the SESOI is not); else **undecided**, with the seeds per value the noisiest
-pair needs for 80% power on each question.
+pair needs for 80% power on each question. A pair whose per-seed differences have no spread (ties), or
+with too few seeds for α (2^−n ≥ α, see inference.Estimate.untestable), shows nothing either way.
 """
 from __future__ import annotations
 
@@ -61,10 +62,15 @@ def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SE
         return ThresholdVerdict(UNDECIDED, "fewer than 2 threshold values with ≥ 2 finished seeds: no test",
                                 [], None, None, fewest)
     width = (bounds[1] - bounds[0]) if None not in bounds else None
-    pairs = []
+    pairs, untestable = [], []
     for a, b in combinations(sorted(usable), 2):
         est = inference.estimate([usable[a], usable[b]], [1.0, -1.0])
         low, high = est.interval(alpha, (-width, width) if width is not None else (None, None))
+        why = est.untestable(alpha)
+        if why:  # no spread, or too few seeds: this pair shows nothing either way
+            untestable.append(f"{a:g} vs {b:g}: {why}")
+            pairs.append(Pair(a, b, est, low, high, 1.0, 1.0, 1.0))
+            continue
         pairs.append(Pair(a, b, est, low, high,
                           p_equivalent=max(est.p_above(-sesoi), est.p_below(sesoi)),
                           p_differs=min(1.0, 2.0 * min(est.p_above(0.0), est.p_below(0.0))),
@@ -92,8 +98,9 @@ def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SE
         return ThresholdVerdict(DIFFERS, f"{_pair(top)} differ (c = {top.estimate.value:+.3f}, p = "
                                 f"{_p(top.p_differs)}, Holm over {facts}); whether by more than the SESOI is not "
                                 "decided", pairs, for_insensitive, for_sensitive, fewest)
-    return ThresholdVerdict(UNDECIDED, f"no pair shown to differ and not every pair shown within ±{sesoi:g} ({facts})",
-                            pairs, for_insensitive, for_sensitive, fewest)
+    untested = f"; not testable: {'; '.join(untestable)}" if untestable else ""
+    return ThresholdVerdict(UNDECIDED, f"no pair shown to differ and not every pair shown within ±{sesoi:g} ({facts})"
+                            + untested, pairs, for_insensitive, for_sensitive, fewest)
 
 
 def _pair(p: Pair) -> str:

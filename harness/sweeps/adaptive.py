@@ -1,5 +1,8 @@
-"""`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided or the
-budget (runs and/or minutes) is spent.
+"""`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided (the regime
+checks, `check: true`, are reported but do not hold the study), a precondition fails (the verdict is then
+"not testable here"), or the budget (runs and/or minutes) is spent. A design with a `pilot:` runs its
+pilot seeds first and refuses the main rounds when the pilot's spread gives a power below the target at
+the SESOI (harness/reports/pilot.py), unless it says `underpowered: accepted`.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α
@@ -14,28 +17,23 @@ would spend α twice on them.
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional
 
 import yaml
 
-from harness.reports import inference
+from harness.reports import pilot, preconditions
 from harness.reports.sequential import level, looks
 from harness.sweeps.spec import SweepSpec
 
 
-def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[float], hypothesis: str,
-          sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0) -> Tuple[str, int]:
-    """One adaptive study on any data source: draw(n) returns each arm's {seed: value} for seeds < n.
-    Returns (verdict word, seeds per arm used). The sweep runner applies the same looks and levels."""
-    n = 0
-    for n in looks(per_round, max_seeds):
-        est = inference.estimate(draw(n), weights, offset)
-        decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha), with_power=False)
-        if decision.decided:
-            return decision.word, n
-    return inference.INCONCLUSIVE, n
+def decided(outcomes) -> bool:
+    """May the study stop? When every declared test is decided. The checks (`check: true`) guard how the
+    tests are read, they are not what the study decides: an undecided check does not keep it running."""
+    claims = [o for o in outcomes if not o.test.check] or list(outcomes)
+    return bool(claims) and all(o.decision.decided for o in claims)
 
 
 STATE_FILE = "adaptive.yaml"
@@ -54,6 +52,28 @@ def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[s
     Path(sweep_dir).mkdir(parents=True, exist_ok=True)
     (Path(sweep_dir) / STATE_FILE).write_text(yaml.safe_dump(
         {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done)}, sort_keys=False))
+
+
+def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
+    """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
+    why the main runs are refused or None)."""
+    from harness.reports.collect import collect
+    from harness.reports.locate import from_sweep_dir
+    from harness.sweeps import grid_runs
+
+    design = spec.design
+    seeds = ",".join(map(str, design.pilot.seeds))
+    _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
+    store = grid_runs.store_of(jobs)
+    print(f"sweep {spec.name}: pilot: seeds {seeds} (they size the design and are never tested)", flush=True)
+    worst = grid_runs.run_grids(sweep_dir, grids, flags, tag="p")
+    sized = pilot.size(collect(from_sweep_dir(sweep_dir, store)), spec)
+    for s in sized:
+        print(f"  pilot: {s.text(design.power)}")
+    refused = pilot.refusal(sized, design)
+    if not refused and any(s.power is None or s.power < design.power for s in sized):
+        print(f"sweep {spec.name}: underpowered, run anyway (underpowered: accepted)")
+    return store, worst, refused
 
 
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
@@ -75,6 +95,12 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
     started, worst, last_round, first = clock(), 0, 0.0, True
     store = None  # the store's full URI, from the first round's composed jobs
+    if design.pilot and not done:
+        store, worst, refused = _pilot(spec, sweep_dir, user, flags)
+        if refused:
+            print(f"harness: error: sweep {spec.name}: {refused}", file=sys.stderr)
+            grid_runs.finish(spec, sweep_dir, store)
+            return 2
     stop = "budget spent"
     for j, n in enumerate(plan):
         if n <= done:
@@ -91,13 +117,19 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         last_round, done, first = (clock() - began) / 60.0, n, False
         _save_state(sweep_dir, spec, user, flags, done)
         try:
-            outcomes = evaluate(collect(from_sweep_dir(sweep_dir, store)), spec)
+            data = collect(from_sweep_dir(sweep_dir, store))
+            refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
+            outcomes = [] if refused else evaluate(data, spec)
         except Exception as err:  # no data yet (every run failed): keep going while budget remains
             print(f"harness: warning: sweep {spec.name}: tests not evaluated after round {j + 1}: {err}")
             continue
+        if refused:  # the regime cannot show the claim: more seeds of it would be spent on nothing
+            stop = f"{preconditions.NOT_TESTABLE} at {n} seeds per arm — {refused}"
+            break
         for o in outcomes:
-            print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}")
-        if outcomes and all(o.decision.decided for o in outcomes):
+            print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}"
+                  + (" (a check: does not hold the study)" if o.test.check else ""))
+        if decided(outcomes):
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")

@@ -16,7 +16,20 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
+                                         # | exact (valid when some runs collapse: harness/reports/robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
+    preconditions:                       # regime checks that gate the verdict (harness/reports/preconditions.py)
+      - name: the mismatch is LLM-like   # the claim's cause is present
+        measure: mismatch                # mean over the arm's seeds of this outcome ...
+        arm: "precision.mismatch_scale=8"   # (optional; default: every run)
+        at_least: 0.01                   # ... must be ≥ this (or at_most: ≤ this)
+    A failed precondition makes the verdict "not testable here", naming the check and its measured value;
+    the declared tests are then not read.
+    pilot: {seeds: [1000, 1001, 1002, 1003]}   # seeds: auto only; seeds the study never uses
+    underpowered: accepted               # optional: run even if the power at the SESOI is below `power`
+    The pilot runs first; its per-seed spread sets each test's power at its SESOI for the declared budget
+    (harness/reports/pilot.py). Below the power target the main runs are refused, unless the design says
+    `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
 
 Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
 test whose smallest achievable p at the planned seeds is not below its α is refused.
@@ -27,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
-METHODS = ("t", "fisher")
+METHODS = ("t", "fisher", "exact")
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
 
@@ -49,6 +62,24 @@ class TestSpec:
 
 
 @dataclass(frozen=True)
+class Precondition:
+    name: str
+    measure: str
+    arm: Tuple[Tuple[str, Any], ...]  # selector pairs; () is every run
+    at_least: Optional[float] = None
+    at_most: Optional[float] = None
+
+    @property
+    def rule(self) -> str:
+        return f"≥ {self.at_least:g}" if self.at_least is not None else f"≤ {self.at_most:g}"
+
+
+@dataclass(frozen=True)
+class Pilot:
+    seeds: Tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Budget:
     runs: Optional[int] = None
     minutes: Optional[float] = None
@@ -65,6 +96,9 @@ class Design:
     budget: Optional[Budget] = None
     tests: Tuple[TestSpec, ...] = field(default_factory=tuple)
     sesoi: Optional[float] = None
+    preconditions: Tuple[Precondition, ...] = field(default_factory=tuple)
+    pilot: Optional[Pilot] = None
+    underpowered_accepted: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -175,7 +209,15 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
-    design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi)
+    underpowered = data.pop("underpowered", None)
+    if underpowered not in (None, "accepted"):
+        raise bad("'underpowered'", f"is {underpowered!r}; allowed: accepted")
+    design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
+                    _preconditions(data.pop("preconditions", None), bad, MEASURES),
+                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted")
+    if design.pilot and set(design.pilot.seeds) & set(range(design.max_seeds(per_seed))):
+        raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "
+                  f"0..{design.max_seeds(per_seed) - 1}), e.g. 1000 and up")
     for test in design.tests:
         if test.method != "fisher":
             continue
@@ -186,6 +228,46 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
             raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
                       f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
     return design
+
+
+def _pilot(raw, bad, adaptive: bool) -> Optional[Pilot]:
+    if raw is None:
+        return None
+    seeds = raw.get("seeds") if isinstance(raw, dict) and set(raw) == {"seeds"} else None
+    if not isinstance(seeds, list) or len(seeds) < 2 or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in seeds) or len(set(seeds)) != len(seeds):
+        raise bad("'pilot'", f"is {raw!r}; allowed: {{seeds: [≥ 2 distinct integer seeds]}}")
+    if not adaptive:
+        raise bad("'pilot'", "needs seeds: auto (the pilot sizes the rounds that follow it)")
+    return Pilot(tuple(seeds))
+
+
+def _preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise bad("'preconditions'", "must be a list of {name, measure, arm, at_least | at_most}")
+    out = []
+    for i, item in enumerate(raw):
+        where = f"preconditions[{i}]"
+        if not isinstance(item, dict):
+            raise bad(where, "must be a mapping")
+        unknown = set(item) - {"name", "measure", "arm", "at_least", "at_most"}
+        if unknown:
+            raise bad(f"{where} key {sorted(unknown)[0]!r}", "is not allowed; allowed: name, measure, arm, "
+                      "at_least, at_most")
+        if item.get("measure") not in measures:
+            raise bad(f"{where}.measure", f"is {item.get('measure')!r}; allowed: {', '.join(measures)}")
+        limits = [k for k in ("at_least", "at_most") if item.get(k) is not None]
+        if len(limits) != 1:
+            raise bad(where, "needs exactly one of at_least, at_most (the threshold the measure must meet)")
+        value = item[limits[0]]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad(f"{where}.{limits[0]}", f"is {value!r}; allowed: a number")
+        arm = parse_selector(item["arm"]) if item.get("arm") else ()
+        out.append(Precondition(str(item.get("name") or f"precondition {i + 1}"), item["measure"], arm,
+                                **{limits[0]: float(value)}))
+    return tuple(out)
 
 
 def runs_per_seed(grids: List[Dict[str, Any]]) -> int:

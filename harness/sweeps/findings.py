@@ -42,7 +42,7 @@ def quick_variant(spec: SweepSpec) -> SweepSpec:
     quick = copy.deepcopy(spec)
     for grid in quick.grids:
         grid["seed"] = grid["seed"][:QUICK_SEEDS] if isinstance(grid.get("seed"), list) else list(range(QUICK_SEEDS))
-    quick.design = dataclasses.replace(quick.design, seeds=None)
+    quick.design = dataclasses.replace(quick.design, seeds=None, pilot=None)
     return quick
 
 

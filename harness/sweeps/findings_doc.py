@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 from harness.sweeps.spec import SweepSpec
 
 FINDINGS_NAME = "FINDINGS.md"
-VERDICT_LINE = re.compile(r"^\*\*Verdict: (?P<word>reproduced|not reproduced|inconclusive) — (?P<reason>.*)\*\*$")
+VERDICT_LINE = re.compile(r"^\*\*Verdict: (?P<word>reproduced|not reproduced|inconclusive|not testable here) — (?P<reason>.*)\*\*$")
 FIGURE = re.compile(r"^!\[(?P<caption>.*)\]\((?P<file>[^()\s]+\.png)\)$")  # captions may hold [0, 1]
 CLAIM_HEADING = re.compile(r"^## (?P<title>.+) · `(?P<name>[^`]+)`$")
 

@@ -14,7 +14,8 @@ from harness.config.names import did_you_mean
 from harness.resources import available, find_yaml, search_dirs
 from harness.sweeps.design import Design, parse_design
 
-DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi")
+DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi", "preconditions", "pilot",
+               "underpowered")
 
 
 @dataclass

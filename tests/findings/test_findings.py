@@ -50,6 +50,19 @@ def test_findings_md_is_built_from_the_claim_page(tmp_path):
     assert "exited with code 1" in text
 
 
+def test_a_claim_not_testable_here_keeps_its_word_and_the_failed_precondition(tmp_path):
+    spec = next(s for s in claim_sweeps() if s.name == "claim2_trust_region")
+    page = tmp_path / "sweep" / "reports" / "claim_trust_region"
+    page.mkdir(parents=True)
+    reason = ("precondition failed: pg_is stable without mismatch: gain in [algo=pg_is,precision.mismatch_scale=0] "
+              "measured -0.12 (mean over 8 seeds), needs ≥ -0.05; the declared tests are not read")
+    (page / "summary.md").write_text(f"# Claim 2\n\n**Verdict: not testable here — {reason}**\n")
+    path = write_findings([ClaimResult(spec, tmp_path / "sweep", 65.0, 0)], tmp_path / "out",
+                          ["python", "-m", "harness", "findings"], quick=False, seconds=70.0, runs_commit="abc1234")
+    assert read_verdicts(path) == {"claim2_trust_region": "not testable here"}
+    assert f"**Verdict: not testable here — {reason}**" in path.read_text()
+
+
 def test_unknown_claim_is_refused_in_one_line(run_harness):
     proc = run_harness("findings", "--only", "claim9_nope")
     assert proc.returncode == 2
@@ -71,7 +84,7 @@ def test_quick_findings_run_every_claim_end_to_end(run_harness):
     findings = run_harness.root / "findings-quick" / "FINDINGS.md"
     verdicts = read_verdicts(findings)
     assert sorted(verdicts) == CLAIMS
-    assert set(verdicts.values()) <= {"reproduced", "not reproduced", "inconclusive"}
+    assert set(verdicts.values()) <= {"reproduced", "not reproduced", "inconclusive", "not testable here"}
     text = findings.read_text()
     assert "Quick mode" in text
     for name in CLAIMS:

@@ -7,9 +7,8 @@ import pytest
 from scipy import stats
 
 from harness.reports import inference
-from harness.reports.sequential import level, looks, spent
+from harness.reports.sequential import level, looks, spent, study
 from harness.reports.stats import bootstrap_interval, mean_curve, t_interval
-from harness.sweeps.adaptive import study
 
 ALPHA = 0.05
 
@@ -48,7 +47,7 @@ def test_interval_stays_in_the_measures_range():
 
 
 def test_decisions_on_known_effects():
-    big = inference.estimate(_arms([0.8, 0.82, 0.79, 0.81], [0.5, 0.52, 0.49, 0.51]), [1, -1])
+    big = inference.estimate(_arms([0.8, 0.82, 0.79, 0.81, 0.8], [0.5, 0.5, 0.49, 0.52, 0.51]), [1, -1])
     assert inference.decide(big, "greater", 0.05, ALPHA).word == inference.REPRODUCED
     assert inference.decide(big, "less", 0.05, ALPHA).word == inference.NOT_REPRODUCED
     same = inference.estimate(_arms([0.5, 0.51, 0.49, 0.5, 0.52], [0.5, 0.5, 0.5, 0.51, 0.51]), [1, -1])
@@ -58,9 +57,9 @@ def test_decisions_on_known_effects():
     noisy = inference.estimate(_arms([0.2, 0.9, 0.5], [0.6, 0.1, 0.4]), [1, -1])
     d = inference.decide(noisy, "greater", 0.05, ALPHA)
     assert d.word == inference.INCONCLUSIVE and d.seeds_needed > 3
-    target = inference.estimate([dict(enumerate([0.97, 0.98, 0.96, 0.99]))], [1], offset=0.95)
+    target = inference.estimate([dict(enumerate([0.97, 0.98, 0.96, 0.99, 0.97]))], [1], offset=0.95)
     assert inference.decide(target, "noninferior", 0.05, ALPHA).word == inference.REPRODUCED
-    low = inference.estimate([dict(enumerate([0.6, 0.62, 0.58, 0.61]))], [1], offset=0.95)
+    low = inference.estimate([dict(enumerate([0.6, 0.62, 0.58, 0.61, 0.6]))], [1], offset=0.95)
     assert inference.decide(low, "noninferior", 0.05, ALPHA).word == inference.NOT_REPRODUCED
 
 
@@ -72,13 +71,73 @@ def test_power_figure_is_the_noncentral_t_answer():
     assert power(n) >= 0.8 > power(n - 1)
 
 
-def test_power_figure_for_a_nearly_noiseless_contrast_is_small():
-    assert inference.seeds_needed(1e-17, 0.1, 0.005, 0.8, paired=True) == 2
+def test_power_figure_for_a_nearly_noiseless_contrast_is_the_fewest_seeds_that_can_decide():
+    # 2^−8 < 0.005 ≤ 2^−7: with fewer than 8 seeds no test decides at α 0.005, however small the noise
+    assert inference.seeds_needed(1e-17, 0.1, 0.005, 0.8, paired=True) == 8 == inference.min_seeds(0.005)
+    assert inference.seeds_needed(0.0, 0.1, 0.05, 0.8, paired=True) == 5
 
 
 def test_holm_and_combination():
     assert inference.holm([0.01, 0.04, 0.03], 0.05) == [True, False, False]
     assert inference.holm([0.01, 0.02, 0.03], 0.05) == [True, True, True]
+
+
+def _contradicted(p_against):
+    return inference.Decision(inference.NOT_REPRODUCED, "", None, None, None, 0.9, p_against, 0.01, None)
+
+
+def test_holm_runs_at_the_looks_alpha_not_the_designs():
+    """Two parts contradicted at p 0.004 and 0.012 at a look whose α is 0.01: Holm at 0.01 keeps the first
+    (0.004 < 0.01/2), not the second; at the design's 0.05 both would hold. The verdict uses the look's α."""
+    from harness.reports.decisions import Outcome, overall
+    from harness.sweeps.design import TestSpec
+
+    spec = TestSpec("t", "final_accuracy", "greater", 0.05, ((((("algo.name", "a"),), 1.0)),))
+    look = [Outcome(spec, _contradicted(p), [], 0.01, None) for p in (0.004, 0.012)]
+    assert inference.holm([0.004, 0.012], 0.05) == [True, True]
+    assert inference.holm([0.004, 0.012], 0.01) == [True, False]
+    word, why = overall(look)
+    assert word == inference.NOT_REPRODUCED and "at α 0.01 over 2 parts" in why
+    weak = [Outcome(spec, _contradicted(p), [], 0.01, None) for p in (0.02, 0.03)]  # held at 0.05, not at 0.01
+    assert overall(weak)[0] == inference.INCONCLUSIVE
+
+
+def test_a_contrast_without_spread_decides_nothing():
+    """Discrete outcomes tie: two seeds whose paired differences are equal (the issue's "c 0.026 [0.026,
+    0.026], p = 0 → reproduced") and eight seeds with all differences equal stay undecided, and say why."""
+    for n, alpha in ((2, 0.0007), (8, 0.05)):
+        arms = [{s: 0.6 + 0.01 * s for s in range(n)}, {s: 0.574 + 0.01 * s for s in range(n)}]
+        est = inference.estimate(arms, [1, -1])
+        for method in ("t", "exact"):
+            for hypothesis in inference.HYPOTHESES:
+                d = inference.decide(est, hypothesis, 0.001, alpha, method=method, exchangeable=True,
+                                     bounds=(-1.0, 1.0))
+                assert d.word == inference.INCONCLUSIVE and d.reason.startswith("no spread"), (n, method, d)
+
+
+def test_too_few_seeds_for_the_looks_alpha_decide_nothing():
+    """A huge, clean effect on 4 seeds at α 0.016 (2^−4 ≥ α: no test without a normal model can get there):
+    undecided, naming the seeds needed; at α 0.07 the same data decide."""
+    est = inference.estimate(_arms([0.9, 0.91, 0.93, 0.9], [0.1, 0.12, 0.1, 0.11]), [1, -1])
+    d = inference.decide(est, "greater", 0.05, 0.016)
+    assert d.word == inference.INCONCLUSIVE and "too few seeds for α 0.016" in d.reason and "at least 6" in d.reason
+    assert inference.decide(est, "greater", 0.05, 0.07).word == inference.REPRODUCED
+
+
+def test_the_why_of_a_less_test_speaks_of_c_itself():
+    """hypothesis less with c = +0.078: the text says the opposite direction c > 0 (the issue saw
+    "c < 0 (p = 0.067)" printed for a positive c)."""
+    est = inference.estimate(_arms([0.6, 0.7, 0.65, 0.72, 0.68], [0.55, 0.6, 0.58, 0.62, 0.6]), [1, -1])
+    assert est.value == pytest.approx(0.08)
+    shown = inference.decide(est, "less", 0.01, 0.05)
+    assert shown.word == inference.NOT_REPRODUCED and shown.reason.startswith("c > 0 shown: the opposite")
+    noisy = inference.estimate(_arms([0.6, 0.9, 0.5, 0.8, 0.7, 0.6], [0.55, 0.7, 0.6, 0.6, 0.7, 0.5]), [1, -1])
+    assert noisy.value == pytest.approx(0.075)
+    undecided = inference.decide(noisy, "less", 0.01, 0.05)
+    assert undecided.reason.startswith("neither c < 0 (p = 0.911), c > 0 (p = 0.089) nor |c| < 0.01")
+    reproduced = inference.decide(inference.estimate(_arms([0.5, 0.52, 0.5, 0.49, 0.5], [0.6] * 5), [1, -1]),
+                                  "less", 0.01, 0.05)
+    assert reproduced.word == inference.REPRODUCED and reproduced.reason.startswith("c < 0 shown (p =")
 
 
 def test_fisher_with_three_seeds_cannot_succeed():

@@ -50,7 +50,7 @@ def test_sensitivity_states_method_and_verdict(sweeps, built):
     assert len(verdicts) == 2 and all(any(w in v for w in ("sensitive", "insensitive", "undecided")) for v in verdicts)
     assert "| dppo | δ=0.1 − δ=0.2 | 2 |" in md  # the pairwise contrast, paired over the 2 seeds
     if any("undecided" in v for v in verdicts):  # the exact command for the missing seeds, from multirun.yaml
-        assert "python -m harness multirun algo=dppo,drpo delta=0.1,0.2" in md and "'seed=range(0," in md
+        assert "python -m harness multirun algo=dppo,drpo delta=0.1,0.2" in md and "'seed=range(2," in md
 
 
 def test_geometry_contrasts_the_sweep_with_the_library_default(sweeps, built):

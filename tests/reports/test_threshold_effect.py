@@ -23,9 +23,18 @@ def test_no_effect_and_enough_seeds_is_insensitive():
 
 
 def test_a_large_effect_is_sensitive_and_names_the_pair():
-    result = te.decide(_study(np.random.default_rng(2), {0.5: 0.2}, seeds=4, sd=0.02))
+    result = te.decide(_study(np.random.default_rng(2), {0.5: 0.2}, seeds=6, sd=0.02))
     assert result.word == te.SENSITIVE
     assert "vs 0.5" in result.reason
+
+
+def test_pairs_without_spread_or_with_too_few_seeds_show_nothing():
+    """Ties of a discrete outcome: 0.1 and 0.2 differ by exactly 0.25 on every seed (no spread), which a t-test
+    would call p = 0; and 4 seeds cannot reach α 0.05 (2^−4 ≥ α). Neither is called sensitive."""
+    tied = te.decide({0.1: {s: 0.5 + 0.01 * s for s in range(6)}, 0.2: {s: 0.75 + 0.01 * s for s in range(6)}})
+    assert tied.word == te.UNDECIDED and "no spread" in tied.reason
+    few = te.decide(_study(np.random.default_rng(2), {0.5: 0.2}, seeds=4, sd=0.02))
+    assert few.word == te.UNDECIDED and "too few seeds" in few.reason
 
 
 def test_a_small_shown_difference_is_sensitive_with_its_size_undecided():

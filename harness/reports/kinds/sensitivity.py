@@ -63,11 +63,12 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
 
 
 def missing_seeds_command(data: SweepData, want: int) -> str:
-    """The command that runs seeds [0, want) of this sweep (the named sweep's, else its own overrides): the
-    seeds already run are reused (skip-finished), so the new sweep's report sees every seed."""
+    """The command that runs `want` fresh seeds of this sweep (the named sweep's, else its own overrides), after
+    every seed already run: a new design reported on its own, which never tests the seeds tested here again."""
     from harness.reports.decisions import spec_for
 
-    seeds = f"'seed=range(0,{want})'"
+    first = 1 + max((int(r.seed) for r in data.runs if str(r.seed).lstrip("-").isdigit()), default=-1)
+    seeds = f"'seed=range({first},{first + want})'"
     spec = spec_for(data)
     if spec is not None:
         return f"python -m harness sweep {spec.name} {seeds}"
@@ -136,7 +137,8 @@ def build(data: SweepData, page: Page) -> None:
         have = min(r.seeds for r in undecided)
         want = max(have + 1, max(min(filter(None, (r.seeds_for_insensitive, r.seeds_for_sensitive)), default=have + 1)
                                  for r in undecided))
-        page.text(f"Undecided: run the missing seeds with: {missing_seeds_command(data, want)}")
+        page.text(f"Undecided: run {want} fresh seeds as a new design, reported on its own, with: "
+                  f"{missing_seeds_command(data, want)}")
     page.heading("Pairwise differences")
     if not pair_rows:
         page.text("No two threshold values have 2 or more finished seeds each: nothing to compare yet.")

@@ -1,0 +1,114 @@
+"""Pilots size the designs (`pilot:` in a sweep file, see harness/sweeps/design.py).
+
+A pilot is a few seeds per arm run before the main rounds, on seeds the study never uses. Per declared test,
+its per-seed contrasts give the spread (SD) the design's power is computed from: the chance that the
+whole adaptive study — its looks, each at its share of α, with the test's own method (t or exact) —
+ends **reproduced** when the true contrast is the smallest effect of interest (greater: c = SESOI; less:
+c = −SESOI; noninferior and equivalent: c = 0). It is simulated (fixed RNG seed) from normal per-seed
+contrasts with the pilot's SD, clipped to the contrast's range. A design whose power is below its target
+is refused before the main runs, unless it says `underpowered: accepted` (the power is printed either way).
+The pilot's runs are reported, never tested: `decisions.evaluate` leaves their seeds out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+import numpy as np
+
+from harness.reports import inference
+from harness.reports.arms import contrast_bounds, exchangeable, matches
+from harness.reports.data import SweepData, fmt
+from harness.reports.outcomes import measure, per_seed
+from harness.reports.page import Page
+from harness.reports.sequential import looks, study
+from harness.sweeps.design import runs_per_seed
+
+SIMULATED_STUDIES = 300
+ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI
+
+
+@dataclass(frozen=True)
+class Sized:
+    test: object  # design.TestSpec
+    sd: Optional[float]  # SD of one seed's contrast in the pilot; None: not measurable (< 2 shared seeds)
+    seeds: int  # pilot seeds with every arm
+    power: Optional[float]  # of the declared design at the SESOI
+
+    def text(self, target: float) -> str:
+        if self.power is None:
+            return f"{self.test.name}: no power figure (the pilot has {self.seeds} seeds with every arm)"
+        return (f"{self.test.name}: pilot SD {self.sd:.3g} over {self.seeds} seeds, power {self.power:.0%} at the "
+                f"SESOI {self.test.sesoi:g} (target {target:.0%})")
+
+
+def pilot_runs(data: SweepData, seeds) -> list:
+    wanted = {str(s) for s in seeds}
+    return [r for r in data.runs if str(r.seed) in wanted]
+
+
+def size(data: SweepData, spec) -> List[Sized]:
+    """Per non-check test: the pilot's SD and the declared design's simulated power (see the module)."""
+    design = spec.design
+    look_levels = looks(design.budget.per_round, design.max_seeds(runs_per_seed(spec.grids)))
+    runs = pilot_runs(data, design.pilot.seeds)
+    out = []
+    for test in design.tests:
+        if test.check or test.method == "fisher":
+            continue
+        arms = [per_seed(data, [r for r in runs if matches(r, sel)], test.measure, design.last_k)
+                for sel, _ in test.contrast]
+        weights = [w for _, w in test.contrast]
+        est = inference.estimate(arms, weights, test.offset)
+        shared = len(set.intersection(*(set(a) for a in arms))) if arms else 0
+        if est is None or not est.paired:
+            out.append(Sized(test, None, shared, None))
+            continue
+        bounds = contrast_bounds(measure(test.measure).bounds, weights, test.offset)
+        power = simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels)
+        out.append(Sized(test, est.sd_unit, shared, power))
+    return out
+
+
+def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int]) -> float:
+    rng = np.random.default_rng(0)
+    per_round, max_seeds = design.budget.per_round, look_levels[-1]
+    centre = ALTERNATIVE[test.hypothesis] * test.sesoi
+    low = -np.inf if bounds[0] is None else bounds[0]
+    high = np.inf if bounds[1] is None else bounds[1]
+    hits = 0
+    for _ in range(SIMULATED_STUDIES):
+        d = np.clip(rng.normal(centre, sd, max_seeds), low, high)
+        # the contrast as one arm (offset 0, range as declared); `exchangeable` as the real test has it
+        draw = (lambda n: [dict(enumerate(d[:n])), dict.fromkeys(range(n), 0.0)]) if exchangeable else \
+            (lambda n: [dict(enumerate(d[:n]))])
+        word, _ = study(draw, [1.0, -1.0] if exchangeable else [1.0], test.hypothesis, test.sesoi, design.alpha,
+                        per_round, max_seeds, method=test.method, bounds=bounds)
+        hits += word == inference.REPRODUCED
+    return hits / SIMULATED_STUDIES
+
+
+def refusal(sized: List[Sized], design) -> Optional[str]:
+    """Why the main runs must not start (a power below target, not accepted), or None."""
+    low = [s for s in sized if s.power is None or s.power < design.power]
+    if not low or design.underpowered_accepted:
+        return None
+    return ("underpowered: " + "; ".join(s.text(design.power) for s in low)
+            + " — raise the budget (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
+
+
+def write_section(page: Page, data: SweepData, spec) -> None:
+    """The pilot's table and whether the design was refused, on a report page."""
+    design = spec.design
+    sized = size(data, spec)
+    page.heading("Pilot (sizes the design; its runs are never tested)")
+    page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
+                f"power of the declared design at the SESOI (target {design.power:.0%})"],
+               [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
+                 None if s.power is None else f"{s.power:.0%}"] for s in sized])
+    refused = refusal(sized, design)
+    accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
+    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. "
+              + (f"Refused before the main runs — {refused}." if refused else
+                 "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
+                 "Every test reaches the power target."))

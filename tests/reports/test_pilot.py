@@ -1,0 +1,107 @@
+"""Pilots size the designs (harness/reports/pilot.py): the pilot's spread sets the declared design's power at
+its SESOI; below the target the main runs are refused unless `underpowered: accepted`; pilot runs are
+never tested. Sweep data in memory (the structure every report reads), fixed RNG seeds."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from harness.reports import inference, pilot
+from harness.reports.data import Run, SweepData
+from harness.reports.decisions import evaluate
+from harness.sweeps.spec import load_sweep
+
+DESIGN = """
+hypothesis: drpo ends above dppo
+reports: [decisions]
+grids:
+  - algo: [dppo, drpo]
+seeds: auto
+budget: {runs: 24, per_round: 2, max_seeds: 12}
+pilot: {seeds: [1000, 1001, 1002, 1003]}
+tests:
+  - name: drpo above dppo
+    measure: final_accuracy
+    hypothesis: greater
+    sesoi: 0.1
+    contrast: {"algo.name=drpo": 1, "algo.name=dppo": -1}
+"""
+
+
+def _spec(tmp_path, monkeypatch, extra=""):
+    (tmp_path / "piloted.yaml").write_text(textwrap.dedent(DESIGN) + extra)
+    monkeypatch.setenv("HARNESS_SWEEPS", str(tmp_path))
+    return load_sweep("piloted")
+
+
+def _data(seeds, contrast_sd, rng, effect=0.0):
+    runs, series = [], {}
+    for seed in seeds:
+        warm = rng.uniform(0.4, 0.6)
+        for objective, value in (("dppo", warm), ("drpo", warm + effect + rng.normal(0.0, contrast_sd))):
+            run = Run(f"{objective}-{seed}", f"{objective} {seed}", "FINISHED",
+                      params={"algo.name": objective, "seed": str(seed)})
+            runs.append(run)
+            series[(run.run_id, "eval/accuracy")] = (np.array([0, 5, 10]), np.full(3, float(np.clip(value, 0, 1))))
+    return SweepData("2026-01-01/00-00-00-000000", runs, series)
+
+
+@pytest.mark.parametrize("sd, refused", [(0.03, False), (0.4, True)])
+def test_the_pilots_spread_sets_the_power_and_refuses_an_underpowered_design(tmp_path, monkeypatch, sd, refused):
+    spec = _spec(tmp_path, monkeypatch)
+    data = _data(spec.design.pilot.seeds, sd, np.random.default_rng(1))
+    (sized,) = pilot.size(data, spec)
+    assert sized.seeds == 4 and sized.sd == pytest.approx(sd, rel=0.6)
+    why = pilot.refusal([sized], spec.design)
+    if refused:
+        assert sized.power < 0.3 and why.startswith("underpowered: drpo above dppo: pilot SD")
+        assert "underpowered: accepted" in why
+    else:
+        assert sized.power >= 0.8 and why is None
+
+
+def test_an_underpowered_design_that_says_so_runs_with_its_power_printed(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, monkeypatch, "underpowered: accepted\n")
+    data = _data(spec.design.pilot.seeds, 0.4, np.random.default_rng(1))
+    (sized,) = pilot.size(data, spec)
+    assert sized.power < 0.3 and pilot.refusal([sized], spec.design) is None
+    assert f"power {sized.power:.0%} at the SESOI 0.1 (target 80%)" in sized.text(spec.design.power)
+
+
+def test_the_simulated_power_matches_the_noncentral_t_for_a_fixed_design():
+    """One look at 12 seeds, α 0.05, paired SD 0.1, SESOI 0.1: the t-test's power from the noncentral t."""
+    from scipy import stats
+
+    from harness.sweeps.design import Budget, Design, TestSpec
+
+    test = TestSpec("t", "final_accuracy", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),))
+    design = Design(budget=Budget(runs=12, per_round=12, max_seeds=12), seeds="auto", tests=(test,))
+    simulated = pilot.simulated_power(0.1, test, design, (-1.0, 1.0), False, [12])
+    exact = stats.nct.sf(stats.t.ppf(0.95, 11), 11, 0.1 / (0.1 / np.sqrt(12)))
+    assert simulated == pytest.approx(exact, abs=0.07)  # 300 simulated studies
+
+
+def test_pilot_runs_are_never_tested(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, monkeypatch)
+    rng = np.random.default_rng(2)
+    piloted = _data(spec.design.pilot.seeds, 0.01, rng, effect=0.5)  # a huge "effect" only in the pilot
+    main = _data(range(6), 0.05, rng)
+    data = SweepData(main.sweep_id, main.runs + piloted.runs, {**main.series, **piloted.series})
+    (outcome,) = evaluate(data, spec)
+    assert outcome.decision.estimate.n == 6 and outcome.decision.word != inference.REPRODUCED
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("pilot: {seeds: [3, 1000]}\n", "'pilot.seeds' are [3, 1000]; allowed: seeds the study never uses"),
+    ("pilot: {seeds: [1000]}\n", "allowed: {seeds: [≥ 2 distinct integer seeds]}"),
+    ("underpowered: yes\n", "'underpowered' is True; allowed: accepted"),
+])
+def test_a_bad_pilot_is_refused_at_load(tmp_path, monkeypatch, extra, message):
+    body = textwrap.dedent(DESIGN).replace("pilot: {seeds: [1000, 1001, 1002, 1003]}\n", "") + extra
+    (tmp_path / "bad.yaml").write_text(body)
+    monkeypatch.setenv("HARNESS_SWEEPS", str(tmp_path))
+    with pytest.raises(ValueError, match="sweep 'bad'") as err:
+        load_sweep("bad")
+    assert message in str(err.value)
