@@ -1,6 +1,9 @@
-"""The README's main command, exactly as written, on the embedded default: six FINISHED runs in MLflow
-with the right objective and δ, per-step metrics, and learning (eval accuracy well above the warm start)."""
+"""The README's main command, exactly as written, on the embedded default: 48 FINISHED runs in MLflow (two
+objectives × three δ × eight seeds, trained as ensembles) with the right objective and δ, per-step metrics,
+learning (eval accuracy well above the warm start), and a sensitivity page that decides."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -9,19 +12,34 @@ from mlflow_store import runs_of
 pytestmark = pytest.mark.slow
 
 
-def test_main_command_runs_six_learning_runs(run_harness):
-    proc = run_harness("multirun", "algo=dppo,drpo", "delta=0.1,0.15,0.2", check=True, timeout=1800)
-    assert "6 runs: 6 finished" in proc.stdout
+def readme_main_command() -> list:
+    """The overrides of the README's first command (`... python -m harness multirun <overrides>`)."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    words = shlex.split(block.split("-m harness", 1)[1])
+    assert words[0] == "multirun", block
+    return words
+
+
+def test_main_command_runs_48_learning_runs_and_decides(run_harness):
+    proc = run_harness(*readme_main_command(), check=True, timeout=1800)
+    assert "48 runs: 48 finished" in proc.stdout
+    assert "ensembles: 48 of 48 runs train in 2 ensemble(s) of 24, 24 runs" in proc.stdout
     client, runs = runs_of(run_harness.root)
-    assert len(runs) == 6 and all(r.info.status == "FINISHED" for r in runs)
+    assert len(runs) == 48 and all(r.info.status == "FINISHED" for r in runs)
     _, parents = runs_of(run_harness.root, role="parent")
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
-    assert sorted((r.data.params["algo.name"], float(r.data.params["algo.delta"])) for r in runs) == sorted(
-        (a, d) for a in ("dppo", "drpo") for d in (0.1, 0.15, 0.2))
+    assert sorted((r.data.params["algo.name"], float(r.data.params["algo.delta"]), int(r.data.params["seed"]))
+                  for r in runs) == sorted((a, d, s) for a in ("dppo", "drpo") for d in (0.1, 0.15, 0.2) for s in range(8))
     for run in runs:
         history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "eval/accuracy"))
         assert history[0][0] == 0 and history[-1][0] == 60
         start, end = history[0][1], history[-1][1]
         assert end >= start + 0.15, (run.data.params["algo.name"], run.data.params["algo.delta"], start, end)
         assert len(client.get_metric_history(run.info.run_id, "train/reward")) == 60
+    summary = next((run_harness.root / "multirun").glob("*/*/reports/sensitivity/summary.md")).read_text()
+    verdicts = [line for line in summary.splitlines() if line.startswith("**dppo:") or line.startswith("**drpo:")]
+    assert len(verdicts) == 2 and any("undecided" not in line for line in verdicts), verdicts
