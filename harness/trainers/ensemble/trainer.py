@@ -28,7 +28,7 @@ from harness.trainers.builtin.rollout import completions_text
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
-from harness.trainers.builtin.warmstart import warm_start
+from harness.trainers.builtin.warmstart import warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
@@ -56,6 +56,7 @@ class EnsembleTrainer:
         """members: (spec, run_dir, tracker) or (spec, run_dir, tracker, on_eval) of each run."""
         self.members = [Member(i, *member) for i, member in enumerate(members)]
         self.warm_start_stats: Dict[Member, Dict[str, float]] = {}
+        self._announced: set = set()
         first = self.members[0].spec
         self.cfg, self.t = first, first.trainer
         torch.set_num_threads(int(threads or self.t.torch_threads))
@@ -91,8 +92,13 @@ class EnsembleTrainer:
 
     def _warm_start(self, member: Member, template) -> None:
         model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
-        stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart,
-                           cache_dir=self._cache_dir(member.spec), seed=member.t.warmstart.seed)
+        cache_dir, seed = self._cache_dir(member.spec), member.t.warmstart.seed
+        key = warmstart_key(model, self.tokenizer, self.task, member.t.warmstart, seed)
+        if key not in self._announced and not (cache_dir / f"{key}.pt").exists():
+            self._announced.add(key)  # the first run of a task and model trains its base model: say so, once
+            print(f"warm start: training the base model for {member.spec.dataset.name} (warm-start seed {seed}; "
+                  f"once, cached in {cache_dir})", flush=True)
+        stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart, cache_dir=cache_dir, seed=seed)
         self.model.load_member(member.index, model.state_dict())
         member.tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
         self.warm_start_stats[member] = stats
