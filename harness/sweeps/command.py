@@ -8,7 +8,7 @@ import sys
 from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
-from harness.sweeps.spec import available_sweeps, load_sweep
+from harness.sweeps.spec import available_sweeps, load_sweep, sweep_path
 
 
 def _list() -> str:
@@ -17,18 +17,18 @@ def _list() -> str:
         try:
             spec = load_sweep(name)
             lines.append(f"  {name:22s} {spec.hypothesis.strip().splitlines()[0]}  [reports: {', '.join(spec.reports)}]")
-        except ValueError as err:
-            lines.append(f"  {name:22s} (invalid: {err})")
+        except ValueError as err:  # one broken file is listed as such, the others still are
+            lines.append(f"  {name:22s} BROKEN: {err}")
     return "\n".join(lines)
 
 
 USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--continue=<folder>]]
 
 Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
-reports it feeds and its grids. Every job is validated before the first starts; the reports are built
+reports it feeds and its grids (a file elsewhere: give its path, ending in .yaml). Every job is validated before the first starts; the reports are built
 into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without a name: list the sweeps.
 
-  <name>        a named sweep (listed below)
+  <name>        a named sweep (listed below), or the path of a sweep file ending in .yaml
   overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
   --force       rerun jobs whose identical config already FINISHED (default: skip them)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
@@ -55,6 +55,8 @@ def main(argv: List[str]) -> int:
     except ValueError as err:
         print(f"harness: error: {err}", file=sys.stderr)
         return 2
+    if argv[0].endswith((".yaml", ".yml")):  # a file given by its path, not a name from the sweep folders
+        print(f"sweep {spec.name}: read from the file {sweep_path(argv[0])} (given as a path)")
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
     resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]
