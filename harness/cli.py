@@ -41,7 +41,7 @@ examples:
 
 overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
 flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
-       --dry-run (verl plans), --hydra-help (Hydra's own help)
+       --dry-run (verl plans), --yes (a grid of over 10,000 jobs), --hydra-help (Hydra's own help)
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
@@ -145,6 +145,9 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
+    from harness.config.limits import take_yes_flag
+
+    argv = take_yes_flag(argv)  # a grid above HARNESS_MAX_JOBS jobs runs only with --yes
     argv, flags = _harness_flags(argv)
     launches = not any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
     if launches:  # said before Hydra's argument parser is even imported

@@ -22,7 +22,7 @@ def _list() -> str:
     return "\n".join(lines)
 
 
-USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--continue=<folder>]]
+USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--yes] [--continue=<folder>]]
 
 Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
 reports it feeds and its grids (a file elsewhere: give its path, ending in .yaml). Every job is validated before the first starts; the reports are built
@@ -31,6 +31,7 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   <name>        a named sweep (listed below), or the path of a sweep file ending in .yaml
   overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
   --force       rerun jobs whose identical config already FINISHED (default: skip them)
+  --yes         run a grid of more than 10,000 jobs ($HARNESS_MAX_JOBS)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
@@ -57,6 +58,9 @@ def main(argv: List[str]) -> int:
         return 2
     if argv[0].endswith((".yaml", ".yml")):  # a file given by its path, not a name from the sweep folders
         print(f"sweep {spec.name}: read from the file {sweep_path(argv[0])} (given as a path)")
+    from harness.config.limits import take_yes_flag
+
+    argv = take_yes_flag(argv)  # for every grid's multirun too (they inherit the environment)
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
     resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]
