@@ -177,6 +177,9 @@ def run_cli(argv: List[str]) -> int:
             from harness.tracking.store import prepare_stores
 
             try:
+                from harness.folder_claims import check_output_folders
+
+                check_output_folders(jobs, multirun)
                 _check_cluster(configs)
                 _check_tasks(configs)
                 _check_resumes(configs, args.overrides, multirun)
@@ -307,8 +310,12 @@ def _check_resumes(configs, overrides, multirun: bool) -> None:
     """trainer.resume / trainer.branch_from name an intact run, and a resume keeps that run's spec."""
     if any(c.trainer.get("resume") or c.trainer.get("branch_from") for c in configs):
         from harness.config.compose import expand_sweep
+        from harness.folder_claims import check_resume_source
         from harness.trainers.resume import check_resumes
 
+        for config in configs:
+            if config.trainer.get("resume") and config.trainer.name == "builtin":
+                check_resume_source(str(config.trainer.resume))  # not running, and its checkpoint is its own
         check_resumes(configs, expand_sweep(overrides) if multirun else [list(overrides)])
 
 

@@ -30,7 +30,8 @@ def _parser(kinds: List[str]) -> argparse.ArgumentParser:
     p.add_argument("--experiment", help="MLflow experiment name (default: the sweep's, else all experiments)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: the sweep's store, else "
                    "sqlite:///$HARNESS_OUTPUT_ROOT/mlruns.db)")
-    p.add_argument("--out", type=Path, help="output folder (default: <sweep folder>/reports)")
+    p.add_argument("--out", type=Path, help="output folder (default: <sweep folder>/reports): a new one, or one "
+                   "holding reports already (a folder with other files is refused)")
     p.add_argument("--history", choices=("auto", "sql", "rest", "client"), default="auto",
                    help="how to read metric histories (auto: one SQL query for sqlite stores, bulk requests for "
                         "servers; client: one request per run and metric)")
@@ -93,12 +94,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not args.target:
         return _list_sweeps()
+    from harness.folder_claims import check_report_out
     from harness.reports.build import build_reports
     from harness.reports.locate import TargetError, resolve
 
     try:
         kinds = _kinds(args.kind, known)
         _check_folder(args.target)
+        if args.out is not None:
+            check_report_out(args.out)
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
         result = build_reports(target, kinds, history=args.history)
     except (TargetError, ValueError) as err:
