@@ -95,15 +95,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.target:
         return _list_sweeps()
     from harness.folder_claims import check_report_out
+    from harness.tracking.outage import apply_client_defaults
+    from harness.tracking.store_check import check_store
     from harness.reports.build import build_reports
     from harness.reports.locate import TargetError, resolve
 
+    apply_client_defaults()  # short HTTP retries and timeout against a store that is down
     try:
         kinds = _kinds(args.kind, known)
         _check_folder(args.target)
         if args.out is not None:
             check_report_out(args.out)
+        if args.tracking_uri:
+            check_store(args.tracking_uri)  # before any MLflow call: one line, seconds, not minutes
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
+        if target.tracking_uri:
+            check_store(target.tracking_uri)
         result = build_reports(target, kinds, history=args.history)
     except (TargetError, ValueError) as err:
         print(f"harness report: error: {err}", file=sys.stderr)

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
+from harness.tracking.outage import describe
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
+from harness.tracking.store_check import StoreFault, check_store
 from harness.tracking.ui import runs_url
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -96,11 +98,25 @@ def open_client(uri: Optional[str]):
         if not Path(uri[len("sqlite:///"):]).is_file():
             raise BadInput(f"--tracking-uri not given and no store at {uri[len('sqlite:///'):]}: run from the "
                            "output folder, set HARNESS_OUTPUT_ROOT, or pass --tracking-uri URI")
+    try:
+        check_store(uri)
+    except StoreFault as err:
+        raise BadInput(str(err)) from None
     return MlflowClient(tracking_uri=uri), uri
 
 
 def fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list, list]:
-    """(experiment id, parent runs, job runs), oldest first, optionally of one sweep only."""
+    """(experiment id, parent runs, job runs), oldest first, optionally of one sweep only; BadInput (one line
+    naming the store) when the store fails to answer."""
+    try:
+        return _fetch_runs(client, experiment, sweep)
+    except BadInput:
+        raise
+    except Exception as err:  # the command's boundary: MLflow's and SQLAlchemy's errors, as one line
+        raise BadInput(f"tracking store {scrub(client.tracking_uri)} failed: {describe(err)}") from None
+
+
+def _fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list, list]:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         known = ", ".join(sorted(e.name for e in client.search_experiments())) or "none"

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected
 from harness.tracking.params import scrub
 from harness.tracking.spool import Spool, SyncState, find_spools
+from harness.tracking.store_check import StoreFault, check_store
 from harness.tracking.stored_uri import UriNeeded, on_disk, reconnect, same_store
 
 log = logging.getLogger("harness")
@@ -223,6 +224,12 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--tracking-uri", help="upload here instead of the store each run was meant for")
     args = parser.parse_args(argv)
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # one summary line a run instead
+    if args.tracking_uri:
+        try:
+            check_store(args.tracking_uri)
+        except StoreFault as err:
+            print(f"harness sync: error: {err} (nothing lost: run sync again once it is back)", file=sys.stderr)
+            return 2
     failed = 0
     for folder in args.folders:
         if not folder.is_dir():
@@ -235,6 +242,7 @@ def main(argv: List[str]) -> int:
         for spool in spools:
             try:
                 upload = SpoolUpload(spool, tracking_uri=args.tracking_uri)
+                check_store(upload.target)
                 if upload.is_synced():
                     print(f"already synced: {spool.folder.parent} (run {upload.state().run_id})")
                     continue
@@ -242,6 +250,10 @@ def main(argv: List[str]) -> int:
             except UriNeeded as err:
                 failed += 1
                 print(f"harness sync: {spool.folder.parent}: {err}", file=sys.stderr)
+                continue
+            except StoreFault as err:
+                failed += 1
+                print(f"harness sync: {spool.folder.parent}: {err} (nothing lost: run sync again later)", file=sys.stderr)
                 continue
             except Exception as err:
                 failed += 1
