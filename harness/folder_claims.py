@@ -135,13 +135,13 @@ def check_resume_source(source: str, key: str = "trainer.resume") -> None:
             raise FolderTaken(f"{key}={source}: the run is still running ({holder} holds "
                               f"{'its folder' if candidate == folder else 'its sweep folder'}); resume it once it "
                               "has ended")
-    alive = _live_job(folder)
+    alive = live_job(folder)
     if alive:
         raise FolderTaken(f"{key}={source}: the run is still running ({alive}); resume it once it has ended")
     _check_checkpoint_belongs(folder, key, source)
 
 
-def _live_job(folder: Path) -> Optional[str]:
+def live_job(folder: Path) -> Optional[str]:
     """The job's own record: its process, when it runs on this host, is alive and has not ended the run."""
     try:
         job = json.loads((folder / "job.json").read_text())

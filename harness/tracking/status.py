@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
+from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
 from harness.tracking.outage import describe
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
@@ -53,7 +54,9 @@ def heartbeat_age(run, now: float) -> float:
 
 
 def is_stale(run, now: float, stale_after: float) -> bool:
-    return run.info.status == "RUNNING" and heartbeat_age(run, now) > stale_after
+    """RUNNING with a heartbeat older than `stale_after`, and not alive on this host (its folder's claim held,
+    or its process alive)."""
+    return run.info.status == "RUNNING" and heartbeat_age(run, now) > stale_after and alive_here(run) is None
 
 
 def _row(run, now: float, stale_after: float) -> RunRow:
@@ -149,12 +152,13 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
                                                "sqlite:///<HARNESS_OUTPUT_ROOT or .>/mlruns.db")
     parser.add_argument("--stale-after", type=float, default=None,
                         help="seconds without heartbeat before a RUNNING run is presumed dead (default: 6 beats, "
-                             "at least 180)")
+                             "at least 180, plus 300 for the hosts' clock skew); a run alive on this host (its "
+                             "folder held, its process running) is never presumed dead")
 
 
 def _stale_after(args) -> float:
     try:
-        value = default_stale_after() if args.stale_after is None else args.stale_after
+        value = default_stale_after() + CLOCK_SKEW_TOLERANCE_S if args.stale_after is None else args.stale_after
     except ValueError as err:  # a bad HARNESS_HEARTBEAT_S
         raise BadInput(str(err)) from None
     if not value > 0:

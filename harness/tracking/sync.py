@@ -262,4 +262,26 @@ def main(argv: List[str]) -> int:
                       "nothing lost, run sync again later", file=sys.stderr)
                 continue
             print(_describe(spool, summary))
-    return 1 if failed else 0
+    missing = _missing(args)
+    for job in missing:
+        print(f"harness sync: {job} is missing from the store and has no spool to upload: its folder holds "
+              "what it recorded", file=sys.stderr)
+    return 1 if failed or missing else 0
+
+
+def _missing(args) -> List[str]:
+    """Jobs whose run the store lacks with nothing spooled (asked of --tracking-uri, else MLFLOW_TRACKING_URI,
+    else the default store; nothing said when none of them can be read)."""
+    from mlflow.tracking import MlflowClient
+
+    from harness.reports.missing import jobs_missing_from
+    from harness.tracking.store import default_uri
+
+    uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_uri()
+    try:
+        check_store(uri)
+        if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+            return []
+        return jobs_missing_from(MlflowClient(tracking_uri=uri), args.folders)
+    except StoreFault:
+        return []
