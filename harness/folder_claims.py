@@ -13,8 +13,6 @@ processes out of one folder while they run.)"""
 from __future__ import annotations
 
 import json
-import os
-import socket
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -22,6 +20,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from harness.claim import LOCK_FILE, held_by
+from harness.run_record import live_job
 
 RUN_FILES = ("config.yaml", "job.json", "metrics.jsonl", "status.txt", "checkpoints", ".hydra")
 REPORT_FILES = ("index.html", "README.md")
@@ -139,22 +138,6 @@ def check_resume_source(source: str, key: str = "trainer.resume") -> None:
     if alive:
         raise FolderTaken(f"{key}={source}: the run is still running ({alive}); resume it once it has ended")
     _check_checkpoint_belongs(folder, key, source)
-
-
-def live_job(folder: Path) -> Optional[str]:
-    """The job's own record: its process, when it runs on this host, is alive and has not ended the run."""
-    try:
-        job = json.loads((folder / "job.json").read_text())
-        pid, host = int(job["pid"]), str(job["host"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if (folder / "status.txt").is_file() or host != socket.gethostname() or pid == os.getpid():
-        return None
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None  # no such process (or no /proc: the lock decides)
-    return f"pid {pid} on {host}" if b"harness" in command else None
 
 
 def _check_checkpoint_belongs(folder: Path, key: str, source: str) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from harness.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
 
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")
@@ -114,8 +115,6 @@ def from_sweep_dir(sweep_dir: Path, tracking_uri: Optional[str] = None, experime
                     sweep_dir=sweep_dir, out_dir=Path(out) if out else sweep_dir / "reports")
     target.twin_run_ids = _skipped_twins(sweep_dir)
     if not job_dirs(sweep_dir):  # a single run's folder: its own tracking run, as its checkpoint records it
-        from harness.reports.missing import run_id_of
-
         own = run_id_of(sweep_dir)
         target.twin_run_ids += [own] if own else []
     parent_file = sweep_dir / "parent_run.json"

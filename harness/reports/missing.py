@@ -38,28 +38,3 @@ def missing_note(names: List[str], store: Optional[str]) -> str:
             f"missing from the store {store}: {shown} (their folders hold what they recorded; "
             "python -m harness sync <sweep folder> uploads spooled records)")
 
-
-def run_id_of(job: Path) -> Optional[str]:
-    """The tracking run a job folder recorded to, from its checkpoint's record (None when it has none)."""
-    try:
-        return json.loads((job / "checkpoints" / "last.json").read_text()).get("run_id") or None
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def jobs_missing_from(client, folders: Iterable[Path]) -> List[str]:
-    """The job folders (of the given run or sweep folders) whose recorded run the store at `client` lacks."""
-    from harness.reports.locate import job_dirs
-
-    missing = []
-    for folder in folders:
-        for job in job_dirs(Path(folder)) or [Path(folder)]:
-            run_id = run_id_of(job)
-            if run_id is None or (job / "spool").is_dir():
-                continue  # nothing to tell by, or its spool says it (sync uploads it)
-            try:
-                client.get_run(run_id)
-            except Exception as err:  # MLflow's RESOURCE_DOES_NOT_EXIST; any other failure is not "missing"
-                if "RESOURCE_DOES_NOT_EXIST" in str(getattr(err, "error_code", "")) or "not found" in str(err):
-                    missing.append(f"{job} (mlflow run {run_id})")
-    return missing

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected
+from harness.run_record import job_folders, run_id_of
 from harness.tracking.params import scrub
-from harness.tracking.spool import Spool, SyncState, find_spools
+from harness.tracking.spool import SPOOL_DIR, Spool, SyncState, find_spools
 from harness.tracking.store_check import StoreFault, check_store
 from harness.tracking.stored_uri import UriNeeded, on_disk, reconnect, same_store
 
@@ -274,7 +275,6 @@ def _missing(args) -> List[str]:
     else the default store; nothing said when none of them can be read)."""
     from mlflow.tracking import MlflowClient
 
-    from harness.reports.missing import jobs_missing_from
     from harness.tracking.store import default_uri
 
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_uri()
@@ -285,3 +285,19 @@ def _missing(args) -> List[str]:
         return jobs_missing_from(MlflowClient(tracking_uri=uri), args.folders)
     except StoreFault:
         return []
+
+
+def jobs_missing_from(client, folders: List[Path]) -> List[str]:
+    """The job folders (of the given run or sweep folders) whose recorded run the store at `client` lacks."""
+    missing = []
+    for folder in folders:
+        for job in job_folders(folder):
+            run_id = run_id_of(job)
+            if run_id is None or (job / SPOOL_DIR).is_dir():
+                continue  # nothing to tell by, or its spool says it (sync uploads it)
+            try:
+                client.get_run(run_id)
+            except Exception as err:  # MLflow's RESOURCE_DOES_NOT_EXIST; any other failure is not "missing"
+                if "RESOURCE_DOES_NOT_EXIST" in str(getattr(err, "error_code", "")) or "not found" in str(err):
+                    missing.append(f"{job} (mlflow run {run_id})")
+    return missing

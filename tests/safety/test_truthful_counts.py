@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from harness.claim import claim, release
-from harness.reports.missing import run_id_of
+from harness.run_record import run_id_of
 
 
 def test_a_job_lost_from_the_store_is_named_by_report_and_sync(run_harness, tmp_path):
