@@ -249,10 +249,15 @@ def repair_main(argv: List[str]) -> int:
         name = run.info.run_name or run.info.run_id
         if not args.dry_run:
             last_seen_ms = int((now - age) * 1000)
-            client.set_tag(run.info.run_id, "harness.repaired",
-                           f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
-            client.set_terminated(run.info.run_id, status="KILLED",
-                                  end_time=max(last_seen_ms, run.info.start_time))
+            try:
+                client.set_tag(run.info.run_id, "harness.repaired",
+                               f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
+                client.set_terminated(run.info.run_id, status="KILLED",
+                                      end_time=max(last_seen_ms, run.info.start_time))
+            except Exception as err:  # the command's boundary: a read-only or full store, as one line
+                print(f"harness repair: error: tracking store {scrub(client.tracking_uri)} refused marking {name}: "
+                      f"{describe(err)}", file=sys.stderr)
+                return 2
         print(f"{'would mark' if args.dry_run else 'marked'} KILLED: {name} (run {run.info.run_id}), "
               f"no heartbeat for {format_age(age)}")
     if not stale:
