@@ -11,15 +11,15 @@ from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.sweeps.spec import available_sweeps, load_sweep, sweep_path
 
 
-def _list() -> str:
-    lines = ["named sweeps (python -m harness sweep <name> [overrides]):"]
+def _list() -> None:
+    """One line per named sweep, the header first (each file is checked whole, with Hydra's override parser)."""
+    print("named sweeps (python -m harness sweep <name> [overrides]):", flush=True)
     for name in available_sweeps():
         try:
             spec = load_sweep(name)
-            lines.append(f"  {name:22s} {spec.hypothesis.strip().splitlines()[0]}  [reports: {', '.join(spec.reports)}]")
+            print(f"  {name:22s} {spec.hypothesis.strip().splitlines()[0]}  [reports: {', '.join(spec.reports)}]")
         except ValueError as err:  # one broken file is listed as such, the others still are
-            lines.append(f"  {name:22s} BROKEN: {err}")
-    return "\n".join(lines)
+            print(f"  {name:22s} BROKEN: {err}")
 
 
 USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--yes] [--continue=<folder>]]
@@ -49,7 +49,7 @@ def main(argv: List[str]) -> int:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"harness sweep: error: unknown flag {argv[0]} (see --help)", file=sys.stderr)
             return 2
-        print(_list())
+        _list()
         return 0
     try:
         spec = load_sweep(argv[0])
