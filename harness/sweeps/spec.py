@@ -10,7 +10,8 @@ from typing import Any, Dict, List
 
 from harness.resources import available, search_dirs
 from harness.sweeps.design import Design
-from harness.sweeps.sweep_file import override, read_sweep_file, resolve_path
+from harness.sweeps.hydra_values import override
+from harness.sweeps.sweep_file import read_sweep_file, resolve_path
 
 
 @dataclass
