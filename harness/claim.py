@@ -9,7 +9,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 LOCK_FILE = ".harness.lock"
 _HELD: Dict[str, int] = {}  # folder -> descriptor holding its lock (a process may claim again what it holds)
@@ -45,6 +45,24 @@ def claim(folder: Path, what: str = "folder") -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
     _HELD[str(folder)] = fd
+
+
+def held_by(folder: Path) -> Optional[str]:
+    """Who holds `folder`'s claim ("pid 12 on host since ..."), or None if no live process does. Creates nothing."""
+    path = Path(folder).expanduser() / LOCK_FILE
+    if str(Path(folder).expanduser().resolve()) in _HELD:
+        return f"this process (pid {os.getpid()})"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file: never claimed
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd)
+    finally:
+        os.close(fd)  # (closing drops a shared lock taken here)
+    return None
 
 
 def release(folder: Path) -> None:

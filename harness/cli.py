@@ -41,7 +41,7 @@ examples:
 
 overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
 flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
-       --dry-run (verl plans), --hydra-help (Hydra's own help)
+       --dry-run (verl plans), --yes (a grid of over 10,000 jobs), --hydra-help (Hydra's own help)
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
@@ -145,6 +145,9 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
+    from harness.config.limits import take_yes_flag
+
+    argv = take_yes_flag(argv)  # a grid above HARNESS_MAX_JOBS jobs runs only with --yes
     argv, flags = _harness_flags(argv)
     launches = not any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
     if launches:  # said before Hydra's argument parser is even imported
@@ -174,6 +177,9 @@ def run_cli(argv: List[str]) -> int:
             from harness.tracking.store import prepare_stores
 
             try:
+                from harness.folder_claims import check_output_folders
+
+                check_output_folders(jobs, multirun)
                 _check_cluster(configs)
                 _check_tasks(configs)
                 _check_resumes(configs, args.overrides, multirun)
@@ -304,8 +310,12 @@ def _check_resumes(configs, overrides, multirun: bool) -> None:
     """trainer.resume / trainer.branch_from name an intact run, and a resume keeps that run's spec."""
     if any(c.trainer.get("resume") or c.trainer.get("branch_from") for c in configs):
         from harness.config.compose import expand_sweep
+        from harness.folder_claims import check_resume_source
         from harness.trainers.resume import check_resumes
 
+        for config in configs:
+            if config.trainer.get("resume") and config.trainer.name == "builtin":
+                check_resume_source(str(config.trainer.resume))  # not running, and its checkpoint is its own
         check_resumes(configs, expand_sweep(overrides) if multirun else [list(overrides)])
 
 

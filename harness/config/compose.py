@@ -17,6 +17,7 @@ from typing import Iterator, List, Sequence
 from omegaconf import DictConfig, open_dict
 
 from harness.config.errors import ConfigError
+from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 from harness.config.names import CONFIG_MODULE, GROUPS, did_you_mean, group_options
 from harness.config.schema import register_schemas
 from harness.config.validate import validate
@@ -102,8 +103,11 @@ def task_config(full: DictConfig) -> DictConfig:
 def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
     """Every job of a run or sweep, composed by Hydra and validated; ConfigError (one line) for the first
     that cannot run. For sweeper=optuna, the jobs are the edges of its search space (validated, not run)."""
-    if not multirun:
-        parse_overrides(overrides)
+    parsed = parse_overrides(overrides)
+    refuse_duplicates(parsed)
+    check_environment()
+    if multirun:
+        check_grid_size(parsed)
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 from typing import Any, Callable, Iterator, Sequence, Tuple
 from urllib.parse import urlparse
 
@@ -13,7 +14,11 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.algorithms import specs
 from harness.config.errors import ConfigError
+from harness.config.memory import check_builtin_memory
 from harness.config.names import did_you_mean, group_options
+from harness.secrets import scrub
+
+URI_ENV = "MLFLOW_TRACKING_URI"
 
 ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
@@ -87,12 +92,16 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     _check(cfg, "precision.mismatch_scale", lambda v: v >= 0, "must be >= 0 (1 = the precision's real rounding)")
     _check(cfg, "experiment_name", lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name")
     _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
-    uri = cfg.tracking.uri
+    uri, source = cfg.tracking.uri, "tracking.uri"
+    if uri is None and cfg.tracking.backend == "mlflow" and os.environ.get(URI_ENV):  # as MLflow reads it
+        uri, source = os.environ[URI_ENV], f"environment variable {URI_ENV}"
     if uri is not None:
         scheme = urlparse(uri).scheme.split("+")[0]
         if scheme not in ALLOWED_TRACKING_SCHEMES:
-            raise ConfigError(f"tracking.uri={uri!r} has an unknown scheme {scheme!r}: "
+            raise ConfigError(f"{source}={scrub(uri)!r} has an unknown scheme {scheme!r}: "
                               f"use one of {', '.join(ALLOWED_TRACKING_SCHEMES)}")
+    if cfg.trainer.name == "builtin" and cfg.launcher.name in ("local", "local_parallel"):
+        check_builtin_memory(cfg)  # a run elsewhere (Slurm) is sized against its own node
 
 
 def _validate_launcher(cfg: DictConfig) -> None:

@@ -12,6 +12,8 @@ from typing import Dict, List, Optional, Sequence
 from harness.reports.artifacts import log_to_parent
 from harness.reports.data import SweepData
 from harness.reports.locate import Target, TargetError, from_sweep_dir
+from harness.reports.missing import missing_jobs, missing_note
+from harness.secrets import scrub
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
 
@@ -97,6 +99,10 @@ def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history
         data = collect(target, history=history)
         if not data.runs and target.sweep_dir is not None:
             data = _local_or_empty(data, target)
+        else:
+            missing = missing_jobs(target.sweep_dir, data.runs, target.twin_run_ids)
+            if missing:
+                data.notes.append(missing_note(missing, scrub(str(target.tracking_uri))))
     return build_from_data(data, kinds, target.out_dir)
 
 

@@ -32,7 +32,8 @@ def _parser(kinds: List[str]) -> argparse.ArgumentParser:
     p.add_argument("--experiment", help="MLflow experiment name (default: the sweep's, else all experiments)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: the sweep's store, else "
                    "sqlite:///$HARNESS_OUTPUT_ROOT/mlruns.db)")
-    p.add_argument("--out", type=Path, help="output folder (default: <sweep folder>/reports)")
+    p.add_argument("--out", type=Path, help="output folder (default: <sweep folder>/reports): a new one, or one "
+                   "holding reports already (a folder with other files is refused)")
     p.add_argument("--history", choices=("auto", "sql", "rest", "client"), default="auto",
                    help="how to read metric histories (auto: one SQL query for sqlite stores, bulk requests for "
                         "servers; client: one request per run and metric)")
@@ -101,12 +102,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_INPUT
     if not args.target:
         return _list_sweeps()
+    from harness.folder_claims import check_report_out
+    from harness.tracking.outage import apply_client_defaults
+    from harness.tracking.store_check import check_store
     from harness.reports.build import build_reports
     from harness.reports.locate import TargetError, resolve
 
+    apply_client_defaults()  # short HTTP retries and timeout against a store that is down
     try:
         _check_folder(args.target)
+        if args.out is not None:
+            check_report_out(args.out)
+        if args.tracking_uri:
+            check_store(args.tracking_uri)  # before any MLflow call: one line, seconds, not minutes
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
+        if target.tracking_uri:
+            check_store(target.tracking_uri)
         result = build_reports(target, kinds, history=args.history)
     except (TargetError, ValueError) as err:
         print(f"harness report: error: {err}", file=sys.stderr)

@@ -37,12 +37,18 @@ def _metrics(path: Path, run_id: str) -> Dict[Tuple[str, str], Tuple[np.ndarray,
     points: Dict[str, Dict[int, float]] = {}
     if not path.is_file():
         return {}
-    for line in path.read_text(errors="replace").splitlines():
+    lines = path.read_text(errors="replace").splitlines()
+    for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except ValueError:
-            continue  # a line cut short by a killed job
-        step = int(record.pop("step", 0))
+            if number == len(lines):
+                continue  # the last line cut short by a killed job
+            raise ValueError(f"{path} line {number} is not a JSON record: the file is corrupt") from None
+        step = record.pop("step", 0) if isinstance(record, dict) else None
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise ValueError(f"{path} line {number}: " + (f"step {step!r} is not an integer" if isinstance(record, dict)
+                                                          else "not a record of metrics") + "; the file is corrupt")
         for key, value in record.items():
             if key.startswith(METRIC_PREFIXES) and isinstance(value, (int, float)):
                 points.setdefault(key, {})[step] = float(value)  # a re-logged step keeps its last value

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from harness.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
 
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")
@@ -52,7 +53,8 @@ def job_dirs(sweep_dir: Path) -> List[Path]:
     folder = Path(sweep_dir)
     if not folder.is_dir():
         return []
-    jobs = [d for d in folder.iterdir() if d.is_dir() and ((d / "config.yaml").is_file() or (d / ".hydra").is_dir())]
+    jobs = [d for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")  # .hydra is Hydra's record
+            and ((d / "config.yaml").is_file() or (d / ".hydra").is_dir())]
     return sorted(jobs, key=lambda d: natural_key(d.name))
 
 
@@ -66,7 +68,7 @@ def sweep_folders(root: Path) -> List[Path]:
 def _job_config(sweep_dir: Path):
     from omegaconf import OmegaConf
 
-    for job in job_dirs(sweep_dir):
+    for job in job_dirs(sweep_dir) or [sweep_dir]:  # a single run's folder is its own job
         for path in (job / "config.yaml", job / ".hydra" / "config.yaml"):
             if path.is_file():
                 try:
@@ -112,6 +114,9 @@ def from_sweep_dir(sweep_dir: Path, tracking_uri: Optional[str] = None, experime
     target = Target("/".join(sweep_dir.parts[-2:]), tracking_uri, [experiment] if experiment else [], [],
                     sweep_dir=sweep_dir, out_dir=Path(out) if out else sweep_dir / "reports")
     target.twin_run_ids = _skipped_twins(sweep_dir)
+    if not job_dirs(sweep_dir):  # a single run's folder: its own tracking run, as its checkpoint records it
+        own = run_id_of(sweep_dir)
+        target.twin_run_ids += [own] if own else []
     parent_file = sweep_dir / "parent_run.json"
     if parent_file.is_file():
         try:

@@ -8,29 +8,30 @@ import sys
 from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
-from harness.sweeps.spec import available_sweeps, load_sweep
+from harness.sweeps.spec import available_sweeps, load_sweep, sweep_path
 
 
-def _list() -> str:
-    lines = ["named sweeps (python -m harness sweep <name> [overrides]):"]
+def _list() -> None:
+    """One line per named sweep, the header first (each file is checked whole, with Hydra's override parser)."""
+    print("named sweeps (python -m harness sweep <name> [overrides]):", flush=True)
     for name in available_sweeps():
         try:
             spec = load_sweep(name)
-            lines.append(f"  {name:22s} {spec.hypothesis.strip().splitlines()[0]}  [reports: {', '.join(spec.reports)}]")
-        except ValueError as err:
-            lines.append(f"  {name:22s} (invalid: {err})")
-    return "\n".join(lines)
+            print(f"  {name:22s} {spec.hypothesis.strip().splitlines()[0]}  [reports: {', '.join(spec.reports)}]")
+        except ValueError as err:  # one broken file is listed as such, the others still are
+            print(f"  {name:22s} BROKEN: {err}")
 
 
-USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--continue=<folder>]]
+USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--yes] [--continue=<folder>]]
 
 Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
-reports it feeds and its grids. Every job is validated before the first starts; the reports are built
+reports it feeds and its grids (a file elsewhere: give its path, ending in .yaml). Every job is validated before the first starts; the reports are built
 into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without a name: list the sweeps.
 
-  <name>        a named sweep (listed below)
+  <name>        a named sweep (listed below), or the path of a sweep file ending in .yaml
   overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
   --force       rerun jobs whose identical config already FINISHED (default: skip them)
+  --yes         run a grid of more than 10,000 jobs ($HARNESS_MAX_JOBS)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
@@ -48,13 +49,18 @@ def main(argv: List[str]) -> int:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"harness sweep: error: unknown flag {argv[0]} (see --help)", file=sys.stderr)
             return 2
-        print(_list())
+        _list()
         return 0
     try:
         spec = load_sweep(argv[0])
     except ValueError as err:
         print(f"harness: error: {err}", file=sys.stderr)
         return 2
+    if argv[0].endswith((".yaml", ".yml")):  # a file given by its path, not a name from the sweep folders
+        print(f"sweep {spec.name}: read from the file {sweep_path(argv[0])} (given as a path)")
+    from harness.config.limits import take_yes_flag
+
+    argv = take_yes_flag(argv)  # for every grid's multirun too (they inherit the environment)
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
     resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]

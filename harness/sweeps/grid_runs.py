@@ -24,7 +24,8 @@ def prepare_jobs(spec: SweepSpec, user: List[str], flags: List[str]) -> Tuple[Pa
     gets (`_grid_argv`), which that multirun then uses instead of composing them again."""
     from harness.config.compose import preflight_jobs
 
-    common = [f"experiment_name={spec.experiment_name}", *spec.overrides]
+    given = {o.partition("=")[0].lstrip("+~") for o in user if "=" in o}
+    common = [o for o in spec.common_overrides() if o.partition("=")[0].lstrip("+~") not in given]  # the user's win
     grids = [[*common, *grid, *user] for grid in spec.grid_overrides(user)]
     folder = f"multirun/{spec.name}/{datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}"
     jobs = [preflight_jobs(_grid_argv(grid, index, folder, flags)[1:], multirun=True)

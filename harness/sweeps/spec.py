@@ -4,18 +4,15 @@ Each grid is one Hydra multirun (axis -> list of values); several grids let a sw
 range per objective. All grids of one invocation share one sweep folder and one experiment."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List
 
-import yaml
-
 from harness.config.names import did_you_mean
-from harness.resources import available, find_yaml, search_dirs
-from harness.sweeps.design import Design, parse_design
-
-DESIGN_KEYS = ("alpha", "power", "last_k", "seeds", "budget", "tests", "sesoi", "preconditions", "pilot",
-               "underpowered")
+from harness.resources import available, search_dirs
+from harness.sweeps.design import Design
+from harness.sweeps.hydra_values import override
+from harness.sweeps.sweep_file import read_sweep_file, resolve_path
 
 
 @dataclass
@@ -32,8 +29,9 @@ class SweepSpec:
 
     def grid_overrides(self, replace: List[str] = ()) -> List[List[str]]:
         """Hydra overrides of each grid: {'delta': [0.1, 0.2], 'algo': 'dppo'} -> ['delta=0.1,0.2', 'algo=dppo'].
-        A grid axis that an override in `replace` sets ('seed=range(3,9)') is left to that override; a
-        top-level seed list fills grids that name no seeds."""
+        Each value is one value of its own type (a string holding a comma is quoted, not a sweep). A grid axis
+        that an override in `replace` sets ('seed=range(3,9)') is left to that override; a top-level seed list
+        fills grids that name no seeds."""
         taken = {o.split("=", 1)[0].lstrip("+~") for o in replace if "=" in o}
         seeds = self.design.seeds if isinstance(self.design.seeds, list) else None
         out = []
@@ -41,20 +39,22 @@ class SweepSpec:
             axes = dict(grid)
             if seeds is not None and "seed" not in axes:
                 axes["seed"] = seeds
-            out.append([f"{axis}={_sweep_value(values)}" for axis, values in axes.items() if axis not in taken])
+            out.append([_sweep_override(axis, values) for axis, values in axes.items() if axis not in taken])
         return out
 
-
-def _sweep_value(values: Any) -> str:
-    if isinstance(values, (list, tuple)):
-        if not values:
-            raise ValueError("empty grid axis")
-        return ",".join(_scalar(v) for v in values)
-    return _scalar(values)
+    def common_overrides(self) -> List[str]:
+        """The overrides every job of the sweep gets: its experiment (one value, quoted as needed) and the
+        file's `overrides`."""
+        return [override("experiment_name", self.experiment_name), *self.overrides]
 
 
-def _scalar(value: Any) -> str:
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+def _sweep_override(axis: str, values: Any) -> str:
+    """`axis=v1,v2,...` with each value as `override` writes it."""
+    if not isinstance(values, (list, tuple)):
+        return override(axis, values)
+    if not values:
+        raise ValueError(f"grid axis {axis!r} is empty")
+    return f"{axis}=" + ",".join(override(axis, v).partition("=")[2] for v in values)
 
 
 def sweep_dirs() -> List[Path]:
@@ -65,23 +65,20 @@ def available_sweeps() -> List[str]:
     return available(sweep_dirs())
 
 
-def load_sweep(name: str) -> SweepSpec:
-    path = find_yaml(name, sweep_dirs())
+def sweep_path(name: str) -> Path:
+    """The file of sweep `name`: a name is looked up in the sweep folders only; a path ending in .yaml is that
+    file. ValueError (one line) for anything else."""
+    path, _ = resolve_path(name, sweep_dirs())
     if path is None:
         names = available_sweeps()
         raise ValueError(f"sweep {name!r} does not exist; {did_you_mean(name, names)}available: "
                          f"{', '.join(names) or 'none'}")
-    data = yaml.safe_load(path.read_text()) or {}
-    allowed = ({f.name for f in fields(SweepSpec)} - {"name", "design"}) | set(DESIGN_KEYS)
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ValueError(f"sweep {name!r}: key {unknown[0]!r} is not allowed; allowed: {', '.join(sorted(allowed))}")
-    for key in ("hypothesis", "reports", "grids"):
-        if not data.get(key):
-            raise ValueError(f"sweep {name!r}: {key!r} is missing or empty")
-    for i, grid in enumerate(data["grids"]):
-        for axis, values in (grid or {}).items():
-            if isinstance(values, list) and not values:
-                raise ValueError(f"sweep {name!r}: grid {i} axis {axis!r} is empty; give at least one value")
-    design = parse_design(name, data)
-    return SweepSpec(name=name, experiment_name=data.pop("experiment_name", None) or name, design=design, **data)
+    return path
+
+
+def load_sweep(name: str) -> SweepSpec:
+    """The named sweep (or the sweep file at a path ending in .yaml), checked whole before anything runs;
+    ValueError (a `SweepFileError`: one line naming the file, line and key) for a file that cannot run."""
+    path = sweep_path(name)
+    data = read_sweep_file(path, path.stem)
+    return SweepSpec(name=path.stem, experiment_name=data.pop("experiment_name", None) or path.stem, **data)

@@ -20,6 +20,7 @@ CLIENT_DEFAULTS = {
 QUIETED_LOGGERS = {
     "urllib3.connectionpool": logging.ERROR,
     "mlflow.utils.async_logging.async_logging_queue": logging.CRITICAL,
+    "mlflow.store.db.utils": logging.CRITICAL,  # a read-only or full SQLite store: a traceback per failed write
 }
 # MLflow error codes that mean "this record is wrong", not "the store is away": retrying cannot help, so
 # the record is skipped with a warning. Anything else (refused connection, timeout, 5xx, bad credentials)
@@ -61,6 +62,9 @@ def describe(err: BaseException) -> str:
     reason = re.search(r"\[Errno -?\d+\] ([^\"')]+)|(Read timed out|Connection aborted|Connection reset)", text)
     if reason:
         return (reason.group(1) or reason.group(2)).strip()
+    database = re.search(r"\((?:sqlite3|psycopg2?|pymysql)\.[\w.]+\) ([^\n\[]+)", text)  # under SQLAlchemy's wrapping
+    if database:
+        return database.group(1).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(err).__name__}: {first}"[:200]
 

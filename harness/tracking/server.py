@@ -30,6 +30,7 @@ from typing import List, Optional
 from harness.tracking.params import scrub
 from harness.tracking.quiet import quiet_libraries, verbose
 from harness.tracking.store import default_root, default_uri, folder_lock
+from harness.tracking.store_check import StoreFault, check_store
 
 BACKEND_SCHEMES = ("sqlite", "postgresql")
 READY_TIMEOUT_S = 120.0
@@ -184,7 +185,13 @@ def main(argv: List[str]) -> int:
         if args.workers < 1:
             raise BadArgument(f"--workers={args.workers} is not allowed: an integer >= 1")
         _check_port_free(args.host, args.port)
+        try:
+            check_store(args.backend_store_uri)
+        except StoreFault as err:
+            raise BadArgument(str(err)) from None
         artifacts = Path(args.artifacts_destination).expanduser().resolve()
+        if artifacts.exists() and not artifacts.is_dir():
+            raise BadArgument(f"--artifacts-destination={artifacts} is not allowed: it is a file; give a folder")
         artifacts.mkdir(parents=True, exist_ok=True)
         prepare_database(args.backend_store_uri, artifacts.as_uri())
         signal.signal(signal.SIGTERM, request_stop)

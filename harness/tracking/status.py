@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
+from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
+from harness.tracking.outage import describe
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
+from harness.tracking.store_check import StoreFault, check_store
 from harness.tracking.ui import runs_url
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -51,7 +54,9 @@ def heartbeat_age(run, now: float) -> float:
 
 
 def is_stale(run, now: float, stale_after: float) -> bool:
-    return run.info.status == "RUNNING" and heartbeat_age(run, now) > stale_after
+    """RUNNING with a heartbeat older than `stale_after`, and not alive on this host (its folder's claim held,
+    or its process alive)."""
+    return run.info.status == "RUNNING" and heartbeat_age(run, now) > stale_after and alive_here(run) is None
 
 
 def _row(run, now: float, stale_after: float) -> RunRow:
@@ -96,11 +101,25 @@ def open_client(uri: Optional[str]):
         if not Path(uri[len("sqlite:///"):]).is_file():
             raise BadInput(f"--tracking-uri not given and no store at {uri[len('sqlite:///'):]}: run from the "
                            "output folder, set HARNESS_OUTPUT_ROOT, or pass --tracking-uri URI")
+    try:
+        check_store(uri)
+    except StoreFault as err:
+        raise BadInput(str(err)) from None
     return MlflowClient(tracking_uri=uri), uri
 
 
 def fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list, list]:
-    """(experiment id, parent runs, job runs), oldest first, optionally of one sweep only."""
+    """(experiment id, parent runs, job runs), oldest first, optionally of one sweep only; BadInput (one line
+    naming the store) when the store fails to answer."""
+    try:
+        return _fetch_runs(client, experiment, sweep)
+    except BadInput:
+        raise
+    except Exception as err:  # the command's boundary: MLflow's and SQLAlchemy's errors, as one line
+        raise BadInput(f"tracking store {scrub(client.tracking_uri)} failed: {describe(err)}") from None
+
+
+def _fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list, list]:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         known = ", ".join(sorted(e.name for e in client.search_experiments())) or "none"
@@ -133,12 +152,13 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
                                                "sqlite:///<HARNESS_OUTPUT_ROOT or .>/mlruns.db")
     parser.add_argument("--stale-after", type=float, default=None,
                         help="seconds without heartbeat before a RUNNING run is presumed dead (default: 6 beats, "
-                             "at least 180)")
+                             "at least 180, plus 300 for the hosts' clock skew); a run alive on this host (its "
+                             "folder held, its process running) is never presumed dead")
 
 
 def _stale_after(args) -> float:
     try:
-        value = default_stale_after() if args.stale_after is None else args.stale_after
+        value = default_stale_after() + CLOCK_SKEW_TOLERANCE_S if args.stale_after is None else args.stale_after
     except ValueError as err:  # a bad HARNESS_HEARTBEAT_S
         raise BadInput(str(err)) from None
     if not value > 0:
@@ -229,10 +249,15 @@ def repair_main(argv: List[str]) -> int:
         name = run.info.run_name or run.info.run_id
         if not args.dry_run:
             last_seen_ms = int((now - age) * 1000)
-            client.set_tag(run.info.run_id, "harness.repaired",
-                           f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
-            client.set_terminated(run.info.run_id, status="KILLED",
-                                  end_time=max(last_seen_ms, run.info.start_time))
+            try:
+                client.set_tag(run.info.run_id, "harness.repaired",
+                               f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
+                client.set_terminated(run.info.run_id, status="KILLED",
+                                      end_time=max(last_seen_ms, run.info.start_time))
+            except Exception as err:  # the command's boundary: a read-only or full store, as one line
+                print(f"harness repair: error: tracking store {scrub(client.tracking_uri)} refused marking {name}: "
+                      f"{describe(err)}", file=sys.stderr)
+                return 2
         print(f"{'would mark' if args.dry_run else 'marked'} KILLED: {name} (run {run.info.run_id}), "
               f"no heartbeat for {format_age(age)}")
     if not stale:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import pickle
 import time
 import uuid
 from pathlib import Path
@@ -17,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+log = logging.getLogger("harness")
 
 # Bump when the training procedure changes, so stale cache entries are not reused.
 WARMSTART_VERSION = 1
@@ -42,10 +46,9 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int) -> dict:
     started = time.perf_counter()
     cache_dir = Path(cache_dir)
     path = cache_dir / f"{warmstart_key(model, tokenizer, task, cfg, seed)}.pt"
-    if path.exists():
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        model.load_state_dict(payload["state_dict"])
-        return {"warmstart/cache_hit": 1, **payload["stats"], "warmstart/seconds": time.perf_counter() - started}
+    cached = _load_cached(path, model) if path.exists() else None
+    if cached is not None:
+        return {"warmstart/cache_hit": 1, **cached, "warmstart/seconds": time.perf_counter() - started}
 
     stats = _train(model, tokenizer, task, cfg, seed)
     stats["warmstart/train_seconds"] = time.perf_counter() - started
@@ -54,6 +57,24 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int) -> dict:
     torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
     os.replace(temporary, path)
     return {"warmstart/cache_hit": 0, **stats, "warmstart/seconds": time.perf_counter() - started}
+
+
+def _load_cached(path: Path, model) -> dict | None:
+    """The cached stats, the entry's weights loaded into `model`; None for an entry that cannot be read or does
+    not fit the model (`model` untouched): a miss, trained again and the entry replaced."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        state, stats = payload["state_dict"], dict(payload["stats"])
+        own = model.state_dict()
+        if set(state) != set(own) or any(tuple(state[k].shape) != tuple(own[k].shape) for k in own):
+            raise ValueError("its weights do not fit the model")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError,
+            AttributeError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        log.warning("warm-start cache entry %s is unreadable (%s): training it again and replacing it", path, reason)
+        return None
+    model.load_state_dict(state)
+    return stats
 
 
 def warmstart_key(model, tokenizer, task, cfg, seed: int) -> str:

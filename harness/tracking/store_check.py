@@ -1,0 +1,74 @@
+"""Is a tracking store usable? Asked by the tools that read or serve a store (report, status, repair, sync,
+server) before MLflow is: a SQLite file that is not a database or is corrupt, a folder where the database
+should be, a server where nothing answers within a few seconds. Each is one line naming the store and what
+is wrong (`StoreFault`), instead of MLflow's tracebacks or its minutes of retries."""
+from __future__ import annotations
+
+import socket
+import sqlite3
+from pathlib import Path
+from urllib.parse import urlparse
+
+from harness.secrets import scrub
+
+PROBE_SECONDS = 5.0
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class StoreFault(ValueError):
+    """A store that cannot be used; the message is one line naming it."""
+
+
+def sqlite_path(uri: str):
+    """The database file of a `sqlite:///path` URI (None for other stores and in-memory SQLite)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path).expanduser() if path and path != ":memory:" else None
+
+
+def check_store(uri: str) -> None:
+    """StoreFault (one line) when the store at `uri` is known to be unusable; a store that does not exist yet is
+    left to its creator."""
+    path = sqlite_path(uri)
+    if path is not None:
+        _check_sqlite(path, uri)
+        return
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        _check_reachable(parsed, uri)
+
+
+def _check_sqlite(path: Path, uri: str) -> None:
+    if path.is_dir():
+        raise StoreFault(f"tracking store {uri}: {path} is a folder, not a SQLite database")
+    if not path.exists():
+        return
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as err:
+        raise StoreFault(f"tracking store {uri}: cannot read {path} ({err.strerror or err})") from None
+    if header and header != SQLITE_HEADER:
+        raise StoreFault(f"tracking store {uri}: {path} is not a SQLite database (corrupt, or another kind of file)")
+    if not header:
+        return  # an empty file: SQLite and MLflow take it as a new database
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=PROBE_SECONDS)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as err:  # "database disk image is malformed", "file is not a database"
+        raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+
+
+def _check_reachable(parsed, uri: str) -> None:
+    host = parsed.hostname or "localhost"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=PROBE_SECONDS).close()
+    except OSError as err:
+        reason = "no answer" if isinstance(err, socket.timeout) else (err.strerror or str(err))
+        raise StoreFault(f"tracking store {scrub(uri)} is unreachable: {reason} at {host}:{port} "
+                         f"(waited up to {PROBE_SECONDS:g} s); is the server running?") from None
