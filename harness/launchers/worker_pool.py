@@ -14,8 +14,9 @@ from typing import Callable, List, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from harness.launchers.base import log
 from harness.launchers.results import record_result, record_worker_crash
+
+log = logging.getLogger("harness")
 
 
 def _run_pickled(payload: bytes) -> List[JobReturn]:
