@@ -57,6 +57,7 @@ def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool 
         try:
             _train(batch, threads, progress)
         except (KeyboardInterrupt, Killed) as err:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as in `_train`: nothing may cut the closing short
             for ret in pending:
                 if ret not in batch:  # started, never trained: ends with the others
                     ret._return_value = finish_run(ret._return_value, None, err)
@@ -79,6 +80,9 @@ def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
         trainer = EnsembleTrainer([(run.spec, run.run_dir, run.tracker) for run in runs], threads=threads)
         loop.train(trainer, progress=progress)
     except (KeyboardInterrupt, Killed) as err:
+        # closing every member takes a moment; a second SIGTERM (the driver's, then the kernel's when the
+        # driver dies) must not cut it short and leave runs without their end
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for ret, run in zip(batch, runs):
             ret._return_value = finish_run(run, None, err)
         raise
