@@ -78,7 +78,9 @@ def test_sigterm_ends_every_member_killed(run_harness, tmp_path):
 
 
 def test_a_crashed_ensemble_resumes_each_run_from_its_checkpoint(run_harness, tmp_path):
-    steps = ("debug=quick", "trainer.steps=4", "trainer.eval_every=2", "trainer.checkpoint_every=2")
+    # one worker, one ensemble of four: the crash (a SIGKILL after step 2's checkpoint) stops all four at once
+    steps = ("debug=quick", "trainer.steps=4", "trainer.eval_every=2", "trainer.checkpoint_every=2",
+             "launcher=local_parallel", "launcher.workers=1")
     run_harness("-m", *GRID, *steps, f"hydra.sweep.dir={tmp_path / 'reference'}", "experiment_name=reference",
                 check=True)
     folder = tmp_path / "crashed"
