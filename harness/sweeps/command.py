@@ -96,5 +96,7 @@ def _continue(spec, folder: str, user: List[str]) -> int:
         return 2
     if user:  # e.g. another launcher or cache folder; what a run computes must stay the study's
         print(f"sweep {spec.name}: overrides added to the ones the study ran with: {' '.join(user)}")
-    return run_adaptive(spec, Path(folder).resolve(), [*state["user"], *user], list(state["flags"]),
+    given = {o.split("=", 1)[0].lstrip("+~") for o in user if "=" in o}
+    kept = [o for o in state["user"] if o.split("=", 1)[0].lstrip("+~") not in given]  # yours replace the study's
+    return run_adaptive(spec, Path(folder).resolve(), [*kept, *user], list(state["flags"]),
                         done=int(state["done"]))
