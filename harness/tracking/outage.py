@@ -22,6 +22,7 @@ QUIETED_LOGGERS = {
     "mlflow.utils.async_logging.async_logging_queue": logging.CRITICAL,
     "mlflow.store.db.utils": logging.CRITICAL,  # a read-only or full SQLite store: a traceback per failed write
 }
+SHOWN_WHEN_VERBOSE = ("mlflow.store.db.utils",)  # its INFO lines (store creation, migrations) are what -v is for
 # MLflow error codes that mean "this record is wrong", not "the store is away": retrying cannot help, so
 # the record is skipped with a warning. Anything else (refused connection, timeout, 5xx, bad credentials)
 # is an outage: the record is spooled and uploaded later.
@@ -38,12 +39,14 @@ def apply_client_defaults() -> None:
     urllib3's own "Retrying ..." warnings and the errors of MLflow's asynchronous logging queue (the tracker
     waits on its calls and spools what failed) are silenced too, unless the user set those loggers' levels:
     the harness says once what an outage means for the run, rather than lines per failed call."""
-    from harness.tracking.quiet import quiet_libraries
+    from harness.tracking.quiet import quiet_libraries, verbose
 
     quiet_libraries()
     for name, value in CLIENT_DEFAULTS.items():
         os.environ.setdefault(name, value)
     for name, level in QUIETED_LOGGERS.items():
+        if name in SHOWN_WHEN_VERBOSE and verbose():  # -v / HARNESS_LOG_LEVEL=INFO asked for the store's lines
+            continue
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(level)
