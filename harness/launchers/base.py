@@ -143,13 +143,19 @@ class HarnessLauncher(Launcher):
         assert self.hydra_context is not None and self.config is not None and self.task_function is not None
         setup_globals()
         Singleton.set_state(singleton_state)
+        return run_job(hydra_context=self.hydra_context, task_function=self.task_function,
+                       config=self.job_config(overrides, idx), job_dir_key="hydra.sweep.dir",
+                       job_subdir_key="hydra.sweep.subdir")
+
+    def job_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
+        """The config job `idx` runs with: the preflight's (or composed here), continuing its earlier attempt's
+        checkpoint when it runs again in the same folder (a requeued job)."""
         sweep_config = self._composed_config(overrides, idx) or self._sweep_config(overrides, idx)
         resume = self._earlier_attempt(sweep_config, overrides)
         if resume:
             log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
             sweep_config = self._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
-        return run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
-                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+        return sweep_config
 
     def _composed_config(self, overrides: Sequence[str], idx: int) -> Optional[DictConfig]:
         """The preflight's composition of this job (None: Hydra composes it here, e.g. an Optuna trial); its

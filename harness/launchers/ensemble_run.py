@@ -30,15 +30,11 @@ def _start_step(run: StartedRun) -> int:
 
 
 def _start(launcher, overrides: Sequence[str], idx: int) -> JobReturn:
-    """Prepare one member as `launcher.run_one` would run it: the preflight's config, or its earlier
-    attempt's checkpoint to resume (a requeued job), with `start_run` as the task."""
-    config = launcher._composed_config(overrides, idx) or launcher._sweep_config(overrides, idx)
-    resume = launcher._earlier_attempt(config, overrides)
-    if resume:
-        log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
-        config = launcher._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
-    return run_job(hydra_context=launcher.hydra_context, task_function=start_run, config=config,
-                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    """Prepare one member as `launcher.run_one` would run it (`launcher.job_config`), with `start_run` as
+    the task."""
+    return run_job(hydra_context=launcher.hydra_context, task_function=start_run,
+                   config=launcher.job_config(overrides, idx), job_dir_key="hydra.sweep.dir",
+                   job_subdir_key="hydra.sweep.subdir")
 
 
 def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool = True) -> List[JobReturn]:

@@ -39,8 +39,8 @@ def train(specs, folder: Path) -> EnsembleTrainer:
     return trainer
 
 
-def assert_close_records(a: list, b: list, tolerance: float = 1e-4) -> None:
-    assert len(a) == len(b) and len(a) >= 5
+def assert_close_records(a: list, b: list, tolerance: float = 1e-4, at_least: int = 5) -> None:
+    assert len(a) == len(b) and len(a) >= at_least
     for x, y in zip(a, b):
         assert x.keys() == y.keys()
         for key in x:
@@ -117,4 +117,4 @@ def test_an_ensemble_resumes_exactly_and_a_members_checkpoint_resumes_alone(tmp_
         assert full and full == again
     alone = [r for r in records(tmp_path / "alone" / "0") if r["step"] == 3]
     full = [r for r in records(tmp_path / "full" / "1") if r["step"] == 3]
-    assert_close_records(full * 5, alone * 5)
+    assert_close_records(full, alone, at_least=1)

@@ -31,7 +31,7 @@ from harness.trainers.builtin.rollout import RolloutEngine, completions_text, ev
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
-from harness.trainers.builtin.warmstart import warm_start
+from harness.trainers.builtin.warmstart import cache_folder, warm_start
 from harness.sweeps.pruning import pruning_hook
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 
@@ -71,16 +71,12 @@ class BuiltinTrainer:
             self._restore(load_checkpoint(source[1], source[0]))
         else:
             stats = warm_start(self.model, self.tokenizer, self.task, self.t.warmstart,
-                               cache_dir=self._cache_dir(), seed=self.t.warmstart.seed)
+                               cache_dir=cache_folder(self.cfg), seed=self.t.warmstart.seed)
             tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
             run_log.info("warm start: %s", ", ".join(f"{k.split('/')[-1]}={float(v):.4g}" for k, v in stats.items()))
         self.engine = RolloutEngine.from_model(self.model, self.precision)
         self.on_eval = pruning_hook(cfg)  # None unless this run is an Optuna trial
         self.eval_problems = self.task.eval_set()
-
-    def _cache_dir(self) -> Path:
-        root = Path(self.cfg.output_root).expanduser()
-        return Path(self.cfg.cache_dir).expanduser() if self.cfg.cache_dir else root / ".harness" / "cache"
 
     # -- state ---------------------------------------------------------------------------------------
     def _state(self) -> Dict:

@@ -29,6 +29,12 @@ CHECK_EVERY = 25
 PROBE_SIZE = 256
 
 
+def cache_folder(spec) -> Path:
+    """The warm-start cache of a run: `cache_dir`, else `<output_root>/.harness/cache`."""
+    root = Path(spec.output_root).expanduser()
+    return Path(spec.cache_dir).expanduser() if spec.cache_dir else root / ".harness" / "cache"
+
+
 def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int) -> dict:
     """Train `model` in place on the task's train split (loss on answer tokens and `<eos>` only), or load the cache.
 

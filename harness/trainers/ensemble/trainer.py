@@ -28,7 +28,7 @@ from harness.trainers.builtin.rollout import completions_text
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
-from harness.trainers.builtin.warmstart import warm_start, warmstart_key
+from harness.trainers.builtin.warmstart import cache_folder, warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
@@ -86,13 +86,9 @@ class EnsembleTrainer:
         self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members]).view(-1, 1, 1, 1)
 
     # -- set-up ----------------------------------------------------------------------------------------
-    def _cache_dir(self, spec: DictConfig) -> Path:
-        root = Path(spec.output_root).expanduser()
-        return Path(spec.cache_dir).expanduser() if spec.cache_dir else root / ".harness" / "cache"
-
     def _warm_start(self, member: Member, template) -> None:
         model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
-        cache_dir, seed = self._cache_dir(member.spec), member.t.warmstart.seed
+        cache_dir, seed = cache_folder(member.spec), member.t.warmstart.seed
         key = warmstart_key(model, self.tokenizer, self.task, member.t.warmstart, seed)
         if key not in self._announced and not (cache_dir / f"{key}.pt").exists():
             self._announced.add(key)  # the first run of a task and model trains its base model: say so, once
