@@ -113,12 +113,6 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _hydra_args(argv: List[str]):
-    from hydra._internal.utils import get_args_parser
-
-    return get_args_parser().parse_args(argv)
-
-
 def main(argv: Optional[List[str]] = None) -> None:
     code = run_cli(list(sys.argv[1:] if argv is None else argv))
     # Interpreter shutdown would then run the cyclic garbage collector over every torch / transformers /
@@ -145,68 +139,59 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
+    from harness.config.flags import harness_flags, informs_only
     from harness.config.limits import take_yes_flag
 
-    argv = take_yes_flag(argv)  # a grid above HARNESS_MAX_JOBS jobs runs only with --yes
-    argv, flags = _harness_flags(argv)
-    launches = not any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
+    argv = harness_flags(take_yes_flag(argv))  # a grid above HARNESS_MAX_JOBS jobs runs only with --yes
+    launches = not informs_only(argv)
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
-    args = _plain_cfg_job_args(argv) or _hydra_args(argv)
+    from hydra_plugins.harness_launcher.arguments import parse_hydra_args
+
+    args = parse_hydra_args(argv)
     multirun = multirun or args.multirun
-    only_informs = args.help or args.hydra_help or args.shell_completion
-    jobs = []
-    if not only_informs:
-        from harness.config.compose import preflight_jobs
-        from harness.config.errors import ConfigError
+    hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
+    if args.help or args.hydra_help or args.shell_completion:
+        return _launch(lambda: _run_hydra(hydra_argv), multirun)
+    from harness.config.compose import check_overrides, preflight_jobs
+    from harness.config.errors import ConfigError
 
-        try:
-            jobs = preflight_jobs(args.overrides, multirun)
-        except ConfigError as err:
-            return _fail(str(err))
+    try:
+        check_overrides(args.overrides, multirun)  # parses, no key twice, the environment, the grid's size
         if _prints_job_config_only(args):
-            _print_job_configs(jobs, multirun)
+            print_job_configs(preflight_jobs(args.overrides, multirun), multirun)
             return 0
-        configs = [job.spec for job in jobs]
-        launches_jobs = args.cfg is None and args.info is None
-        if launches_jobs and any(c.trainer.get("verl", {}).get("dry_run") for c in configs):
-            from harness.trainers.verl.dry_run import print_plans
+        if multirun or not _launches_with_default_config(args):
+            # Hydra composes each job in the launcher; the sweeper has the launcher validate them all first
+            if launches:
+                notice("starting the sweep (loading torch, mlflow)…" if multirun else "starting the run…")
+            return _launch(lambda: _run_hydra(hydra_argv), multirun)
+        jobs = preflight_jobs(args.overrides, multirun=False)  # the run's one composition and validation
+    except ConfigError as err:
+        return _fail(str(err))
+    return _launch(lambda: _run_one(jobs[0]), multirun)
 
-            return print_plans(configs)
-        if launches_jobs:
-            from harness.tracking.store import prepare_stores
 
-            try:
-                from harness.folder_claims import check_output_folders
+def _run_one(job) -> None:
+    from harness import results
+    from harness.launchers.preflight import check_jobs, print_dry_run
+    from hydra_plugins.harness_launcher.single_run import run_single
 
-                check_output_folders(jobs, multirun)
-                _check_cluster(configs)
-                _check_tasks(configs)
-                _check_resumes(configs, args.overrides, multirun)
-            except ValueError as err:
-                return _fail(str(err).splitlines()[0])
-            prepare_stores(configs)
+    check_jobs([job], multirun=False)
+    if print_dry_run([job]):
+        return
+    notice(f"starting run {results.run_name(job.overrides) or job.spec.algo.name} (loading torch, mlflow)…")
+    run_single(job.config, job.spec)
+
+
+def _launch(start, multirun: bool) -> int:
+    """Run a single run or Hydra, and end with the runs' summary and a truthful exit code."""
     from harness import job, results
-    from harness.config import composed
     from harness.refused import Refused
 
-    if launches:
-        study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one
-        notice("starting the Optuna study (loading torch, mlflow, optuna)…" if study else
-               f"starting {len(configs)} jobs (loading torch, mlflow)…" if multirun else
-               f"starting run {results.run_name(args.overrides) or configs[0].algo.name} (loading torch, mlflow)…")
-
     results.RESULTS.clear()
-    composed.clear()
-    for composed_job in jobs:
-        composed.remember(composed_job.overrides, composed_job.config, composed_job.spec)
     try:
-        if jobs and not multirun and _launches_with_default_config(args):
-            from harness.launchers.single import run_single
-
-            run_single(jobs[0].config)
-        else:
-            _run_hydra(argv + (["--multirun"] if multirun and not args.multirun else []))
+        start()
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
@@ -223,7 +208,7 @@ def run_cli(argv: List[str]) -> int:
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
 
 
-def _print_job_configs(jobs, multirun: bool) -> None:
+def print_job_configs(jobs, multirun: bool) -> None:
     """What `--cfg job` prints: the job's config as Hydra composed it (each job's, headed by its overrides,
     for a sweep: Hydra itself refuses --cfg with --multirun)."""
     from omegaconf import OmegaConf
@@ -235,22 +220,6 @@ def _print_job_configs(jobs, multirun: bool) -> None:
             sys.stdout.write(f"# job: {' '.join(job.overrides)}\n")
         sys.stdout.write(OmegaConf.to_yaml(task_config(job.config)))
     sys.stdout.flush()
-
-
-def _plain_cfg_job_args(argv: List[str]):
-    """Hydra's parse of the common `--cfg job [overrides]` / `[overrides] --cfg job` (Hydra's argument parser
-    is not needed for it); None for anything else."""
-    for flag in ("--cfg", "-c"):
-        pair = [flag, "job"]
-        overrides = argv[2:] if argv[:2] == pair else argv[:-2] if argv[-2:] == pair else None
-        if overrides is not None and not any(a.startswith("-") for a in overrides):
-            from types import SimpleNamespace
-
-            return SimpleNamespace(overrides=overrides, cfg="job", help=False, hydra_help=False, resolve=False,
-                                   package=None, run=False, multirun=False, shell_completion=False,
-                                   config_path=None, config_name=None, config_dir=None, experimental_rerun=None,
-                                   info=None)
-    return None
 
 
 def _launches_with_default_config(args) -> bool:
@@ -265,58 +234,6 @@ def _prints_job_config_only(args) -> bool:
     return (args.cfg == "job" and args.info is None and not args.resolve and args.package is None
             and args.config_path is None and args.config_name is None and args.config_dir is None
             and not args.experimental_rerun and not args.run)
-
-
-# Hydra flags that print something and run nothing.
-INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
-
-# Flags of harness itself, turned into overrides so they reach every job (and Slurm nodes) as config.
-HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
-                 "--reuse-across-versions": "reuse_across_versions=true"}
-
-
-def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:
-    flags = [a for a in argv if a in HARNESS_FLAGS]
-    rest = [a for a in argv if a not in HARNESS_FLAGS]
-    return rest + [HARNESS_FLAGS[f] for f in flags], flags
-
-
-def _check_cluster(configs) -> None:
-    """Things only the cluster can answer, asked before anything is submitted."""
-    from harness.launchers.profiles import check_partition, profile_for
-
-    for partition in sorted({profile_for(c.launcher).partition
-                             for c in configs if c.launcher.name == "slurm"} - {None}):
-        check_partition(partition)
-    if any(c.trainer.name == "verl" for c in configs):
-        from harness.trainers.verl.environment import check_runs
-
-        check_runs(configs)  # the verl environment each run names imports verl and ray at the expected versions
-
-
-def _check_tasks(configs) -> None:
-    """The built-in tasks' splits can hold each run's eval set and train pool (asked once per dataset)."""
-    from omegaconf import OmegaConf
-
-    datasets = {OmegaConf.to_yaml(c.dataset): c.dataset for c in configs if c.trainer.name == "builtin"}
-    if datasets:
-        from harness.trainers.builtin.tasks import check_task
-
-        for dataset in datasets.values():
-            check_task(dataset)
-
-
-def _check_resumes(configs, overrides, multirun: bool) -> None:
-    """trainer.resume / trainer.branch_from name an intact run, and a resume keeps that run's spec."""
-    if any(c.trainer.get("resume") or c.trainer.get("branch_from") for c in configs):
-        from harness.config.compose import expand_sweep
-        from harness.folder_claims import check_resume_source
-        from harness.trainers.resume import check_resumes
-
-        for config in configs:
-            if config.trainer.get("resume") and config.trainer.name == "builtin":
-                check_resume_source(str(config.trainer.resume))  # not running, and its checkpoint is its own
-        check_resumes(configs, expand_sweep(overrides) if multirun else [list(overrides)])
 
 
 def _run_hydra(hydra_argv: List[str]) -> None:

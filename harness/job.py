@@ -61,17 +61,16 @@ def _remove_empty_run_dir(run_dir: Path) -> None:
             break
 
 
-def _spec(cfg: DictConfig) -> DictConfig:
-    """The validated run config: the preflight's, when this process composed the job (the launch does not
-    compose or validate it again); else (an Optuna trial, a resumed attempt) validated here."""
+def _validated(cfg: DictConfig, spec: Optional[DictConfig]) -> DictConfig:
+    """The validated run config: the one the launcher validated with the job's composition; else (a requeued
+    attempt composed again with `trainer.resume`) validated here."""
+    if spec is not None:
+        return spec
     from hydra.core.hydra_config import HydraConfig
 
-    from harness.config import composed
     from harness.config.validate import validate
 
-    task = list(HydraConfig.get().overrides.task)
-    spec = composed.spec_for(task)
-    return spec if spec is not None else validate(cfg, task)
+    return validate(cfg, list(HydraConfig.get().overrides.task))
 
 
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:
@@ -106,7 +105,7 @@ def _reason(err: BaseException) -> str:
 def _close_detached_parent(sweep_dir: str, tracking_uri: Optional[str]) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
-        from harness.sweeps.tracking_callback import close_parent_if_all_ended
+        from harness.launchers.sweep_parent import close_parent_if_all_ended
 
         close_parent_if_all_ended(Path(sweep_dir), tracking_uri)
     except Exception as err:  # `repair` closes it from the jobs' statuses
@@ -125,8 +124,9 @@ class StartedRun:
     result: JobResult
 
 
-def start_run(cfg: DictConfig) -> "StartedRun | JobResult":
-    """Everything before training: the validated spec, skip-finished (a SKIPPED JobResult, recorded), the
+def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun | JobResult":
+    """Everything before training (`spec`: the job's validated config, if the launcher has it): the validated
+    spec, skip-finished (a SKIPPED JobResult, recorded), the
     run folder and its record, the tracking run. Call inside the job's Hydra context (`run_job` does)."""
     from harness.launchers.skip_finished import finished_twin
     from harness.tracking import open_tracker
@@ -134,7 +134,7 @@ def start_run(cfg: DictConfig) -> "StartedRun | JobResult":
     from harness.trainers.checkpoint import resumed_run_id
     from harness.trainers.resume import resumed_spec
 
-    spec = resumed_spec(_spec(cfg))  # a resumed run continues with its own spec
+    spec = resumed_spec(_validated(cfg, spec))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
@@ -202,13 +202,13 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
     return result
 
 
-def run_job(cfg: DictConfig) -> JobResult:
-    """Hydra's task function: one run, start to end."""
+def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
+    """Hydra's task function: one run, start to end (`spec`: its validated config, given by the launcher)."""
     from harness.trainers import build_trainer
 
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     try:
-        started = start_run(cfg)
+        started = start_run(cfg, spec)
         if isinstance(started, JobResult):
             return started
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import List, Sequence
 
+CONFIG_NAME = "config"  # the primary config: conf/config.yaml
 CONFIG_MODULE = "harness.conf"
 GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "sweeper", "tracking", "experiment",
           "debug")

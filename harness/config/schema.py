@@ -186,32 +186,32 @@ class RunConfig:
 
 @dataclass
 class SequentialLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.SequentialLauncher"
+    _target_: str = "hydra_plugins.harness_launcher.plugins.SequentialLauncher"
 
 
 @dataclass
 class GridSweeperConf:
-    _target_: str = "hydra_plugins.harness_launcher.GridSweeper"
+    _target_: str = "hydra_plugins.harness_launcher.plugins.GridSweeper"
     max_batch_size: Optional[int] = None
     params: Optional[Dict[str, str]] = None
 
 
 @dataclass
 class LocalParallelLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.LocalParallelLauncher"
+    _target_: str = "hydra_plugins.harness_launcher.plugins.LocalParallelLauncher"
     workers: Optional[int] = None
     threads_per_worker: Optional[int] = None
 
 
 @dataclass
 class SubmititLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.SubmititLauncher"
+    _target_: str = "hydra_plugins.harness_launcher.plugins.SubmititLauncher"
     cluster: str = "slurm"  # slurm | local; the profile and its overrides come from the run's `launcher`
 
 
 @dataclass
 class OptunaSweeperConf:
-    _target_: str = "hydra_plugins.harness_launcher.OptunaSweeper"
+    _target_: str = "hydra_plugins.harness_launcher.plugins.OptunaSweeper"
     params: Dict[str, str] = field(default_factory=dict)  # key -> float(lo,hi[,log]) | int(..) | choice(..)
     n_trials: int = 20
     n_jobs: int = 1  # trials launched at once (use with launcher=local_parallel or slurm)

@@ -3,19 +3,28 @@ Hydra's basic launcher does, in whatever process (a local worker, a Slurm node) 
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import yaml
-
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.experimental.callback import Callback
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
+
+from harness.config.compose import Job, describe_composition_error, task_config
+from harness.config.errors import ConfigError
+from harness.config.validate import validate
+from harness.launchers.ensemble_run import run_ensemble
+from harness.launchers.worker_pool import run_groups
+from harness.refused import Refused
+from harness.trainers.checkpoint import checkpoint_paths
+from harness.trainers.ensemble.grouping import plan
 
 log = logging.getLogger("harness")
 
@@ -25,42 +34,74 @@ class JobFailed(RuntimeError):
     (Hydra and the harness catch run errors, which would otherwise leave the job COMPLETED)."""
 
 
+Key = Tuple[str, ...]  # a job's overrides
+
+
+def no_callbacks() -> Callback:
+    """Hydra's callback protocol with every hook a no-op (what a worker's jobs run with)."""
+    return Callback()
+
+
 class HarnessLauncher(Launcher):
     def __init__(self, **params: Any) -> None:
         self.params = params
         self.config: Optional[DictConfig] = None
         self.hydra_context: Optional[HydraContext] = None
         self.task_function: Optional[TaskFunction] = None
-        # job overrides -> (config, spec) the preflight composed and validated (harness.config.composed); it
-        # travels with the launcher to the process that runs the job (`for_job` keeps a job's own entry)
-        self.composed: Dict[Tuple[str, ...], Tuple[DictConfig, DictConfig]] = {}
+        # each job this launcher composed and validated (`prepare`), by its overrides; a job's entry travels with
+        # the launcher to the process that runs it (`for_job`)
+        self.prepared: Dict[Key, Job] = {}
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def __getstate__(self) -> dict:
-        """What travels to a worker: everything but the driver's Hydra callbacks, which hold live state
-        (the sweep's parent run, its heartbeat thread) that belongs to the driver alone."""
-        from hydra._internal.callbacks import Callbacks
-
+        """What travels to a worker: everything but the driver's Hydra callbacks, which hold live state that
+        belongs to the driver alone."""
         state = self.__dict__.copy()
         if self.hydra_context is not None:
             state["hydra_context"] = HydraContext(config_loader=self.hydra_context.config_loader,
-                                                  callbacks=Callbacks())
+                                                  callbacks=no_callbacks())
         return state
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        """Compose and validate every job (`prepare`: a job that cannot run stops them all, before any starts),
+        then run them."""
         setup_globals()
         assert self.config is not None
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        prepared = self.prepare(job_overrides)
         Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-        jobs = [(list(self.job_overrides(o)), initial_job_idx + i) for i, o in enumerate(job_overrides)]
-        for base, (overrides, _) in zip(job_overrides, jobs):
-            self._take_composed(base, overrides)
+        jobs = [(job.overrides, initial_job_idx + i) for i, job in enumerate(prepared)]
         log.info("Launching %d jobs with %s", len(jobs), type(self).__name__)
         for overrides, idx in jobs:
             log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
         return self.dispatch(jobs)
+
+    def prepare(self, job_overrides: Sequence[Sequence[str]], keep: bool = True) -> List[Job]:
+        """Every job composed, as Hydra's launchers compose a job (the config loader Hydra handed this launcher,
+        with the settings this launcher adds: `job_overrides`), and validated; `Refused` (one line) for the first
+        that cannot run. A job is composed once: `launch` finds the jobs a sweeper prepared before it.
+        keep=False: validate only (e.g. the edges of a search space, never run as such)."""
+        jobs = []
+        for base in job_overrides:
+            overrides = [str(o) for o in self.job_overrides(base)]
+            job = self.prepared.get(tuple(overrides)) or self._compose(overrides)
+            if keep:
+                self.prepared[tuple(overrides)] = job
+            jobs.append(job)
+        return jobs
+
+    def _compose(self, overrides: List[str]) -> Job:
+        assert self.hydra_context is not None and self.config is not None
+        try:
+            config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        except Exception as err:  # Hydra's composition errors (several kinds): said in one line
+            raise Refused(describe_composition_error(err, overrides)) from None
+        try:
+            return Job(overrides, config, validate(task_config(config), overrides))
+        except ConfigError as err:
+            raise Refused(str(err)) from None
 
     def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
         """Hook: overrides a launcher adds to each job (e.g. its share of torch threads)."""
@@ -69,40 +110,15 @@ class HarnessLauncher(Launcher):
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         raise NotImplementedError
 
-    def _take_composed(self, base: Sequence[str], overrides: Sequence[str]) -> None:
-        """The preflight's config of a job, with the settings this launcher adds to it (`job_overrides`) applied
-        to the config, its recorded task overrides and its spec, as a composition with them would give."""
-        from harness.config import composed
-
-        found = composed.lookup(base)
-        if found is None:
-            return
-        config, spec = copy.deepcopy(found)
-        extra = list(overrides)[len(base):]
-        with open_dict(config), open_dict(spec):
-            for item in extra:
-                key, _, value = item.partition("=")
-                OmegaConf.update(config, key, yaml.safe_load(value), merge=True)
-                OmegaConf.update(spec, key, yaml.safe_load(value), merge=True)
-            config.hydra.overrides.task = [*config.hydra.overrides.task, *extra]
-        self.composed[composed.key(overrides)] = (config, spec)
-
     def for_job(self, *overrides: Sequence[str]) -> "HarnessLauncher":
-        """A copy of this launcher carrying only the composed configs of these jobs (what travels to their
-        worker)."""
-        from harness.config import composed
-
+        """A copy of this launcher carrying only these jobs' compositions (what travels to their worker)."""
         job = copy.copy(self)
-        keys = [composed.key(o) for o in overrides]
-        job.composed = {key: self.composed[key] for key in keys if key in self.composed}
+        job.prepared = {tuple(o): self.prepared[tuple(o)] for o in overrides if tuple(o) in self.prepared}
         return job
 
     def groups(self, jobs: List[tuple], parts: int = 1) -> List[List[int]]:
         """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone)."""
-        from harness.config import composed
-        from harness.trainers.ensemble.grouping import plan
-
-        specs = [(self.composed.get(composed.key(overrides)) or (None, None))[1] for overrides, _ in jobs]
+        specs = [getattr(self.prepared.get(tuple(overrides)), "spec", None) for overrides, _ in jobs]
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
         groups = plan(specs, cap, parts)
         ensembles = [g for g in groups if len(g) > 1]
@@ -115,13 +131,11 @@ class HarnessLauncher(Launcher):
         return groups
 
     def job_folder(self, overrides: Sequence[str], idx: int) -> Optional[Path]:
-        """Where job `idx` runs (hydra.sweep.dir/hydra.sweep.subdir), from its preflight config; None without one."""
-        from harness.config import composed
-
-        entry = self.composed.get(composed.key(overrides))
-        if entry is None:
+        """Where job `idx` runs (hydra.sweep.dir/hydra.sweep.subdir), from its composition; None without one."""
+        job = self.prepared.get(tuple(overrides))
+        if job is None:
             return None
-        config = copy.deepcopy(entry[0])
+        config = copy.deepcopy(job.config)
         with open_dict(config):
             config.hydra.job.num = idx
         return Path(str(config.hydra.sweep.dir)) / str(OmegaConf.select(config, "hydra.sweep.subdir"))
@@ -132,63 +146,49 @@ class HarnessLauncher(Launcher):
         ensemble (harness/launchers/ensemble_run.py) on `threads` torch threads (progress: its own bar)."""
         if len(group) == 1:
             return [self.run_one(*group[0], singleton_state)]
-        from harness.launchers.ensemble_run import run_ensemble
-
         setup_globals()
         Singleton.set_state(singleton_state)
         return run_ensemble(self, group, threads, progress)
 
     def run_one(self, overrides: Sequence[str], idx: int, singleton_state: Any) -> JobReturn:
-        """Run one job in this process (a worker). Mirrors Hydra's basic launcher."""
+        """Run one job in this process (a worker). Mirrors Hydra's basic launcher; the task gets the job's
+        validated spec along with its config."""
         assert self.hydra_context is not None and self.config is not None and self.task_function is not None
         setup_globals()
         Singleton.set_state(singleton_state)
-        return run_job(hydra_context=self.hydra_context, task_function=self.task_function,
-                       config=self.job_config(overrides, idx), job_dir_key="hydra.sweep.dir",
-                       job_subdir_key="hydra.sweep.subdir")
+        config, spec = self.job_config(overrides, idx)
+        return run_job(hydra_context=self.hydra_context, task_function=functools.partial(self.task_function, spec=spec),
+                       config=config, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
-    def job_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
-        """The config job `idx` runs with: the preflight's (or composed here), continuing its earlier attempt's
-        checkpoint when it runs again in the same folder (a requeued job)."""
-        sweep_config = self._composed_config(overrides, idx) or self._sweep_config(overrides, idx)
+    def job_config(self, overrides: Sequence[str], idx: int) -> Tuple[DictConfig, Optional[DictConfig]]:
+        """The config job `idx` runs with and its validated spec: its composition (`prepare`), continuing its
+        earlier attempt's checkpoint when it runs again in the same folder (a requeued job: composed again with
+        `trainer.resume`, and validated by the job against the run it resumes; spec None)."""
+        job = self.prepared.get(tuple(overrides)) or self._compose(list(overrides))
+        sweep_config, spec = self._numbered(copy.deepcopy(job.config), idx), job.spec
         resume = self._earlier_attempt(sweep_config, overrides)
         if resume:
             log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
-            sweep_config = self._sweep_config([*overrides, f"trainer.resume={resume}"], idx)
-        return sweep_config
+            sweep_config = self._numbered(self._sweep_config([*overrides, f"trainer.resume={resume}"]), idx)
+            spec = None
+        HydraConfig.instance().set_config(sweep_config)
+        return sweep_config, spec
 
-    def _composed_config(self, overrides: Sequence[str], idx: int) -> Optional[DictConfig]:
-        """The preflight's composition of this job (None: Hydra composes it here, e.g. an Optuna trial); its
-        validated spec is left where the job finds it."""
-        from harness.config import composed
-
-        entry = self.composed.get(composed.key(overrides))
-        if entry is None:
-            return None
-        sweep_config, spec = copy.deepcopy(entry)
+    def _numbered(self, sweep_config: DictConfig, idx: int) -> DictConfig:
         OmegaConf.copy_cache(from_config=self.config, to_config=sweep_config)  # the sweep's ${now:} etc.
         with open_dict(sweep_config):
             sweep_config.hydra.job.id = idx
             sweep_config.hydra.job.num = idx
-        HydraConfig.instance().set_config(sweep_config)
-        composed.remember(overrides, sweep_config, spec)
         return sweep_config
 
-    def _sweep_config(self, overrides: Sequence[str], idx: int) -> DictConfig:
+    def _sweep_config(self, overrides: Sequence[str]) -> DictConfig:
         assert self.hydra_context is not None and self.config is not None
-        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-        with open_dict(sweep_config):
-            sweep_config.hydra.job.id = idx
-            sweep_config.hydra.job.num = idx
-        HydraConfig.instance().set_config(sweep_config)
-        return sweep_config
+        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
 
     @staticmethod
     def _earlier_attempt(sweep_config: DictConfig, overrides: Sequence[str]) -> Optional[Path]:
         """A job that runs again in the same folder (requeued after preemption, a timeout or a node
         failure) continues from the checkpoint its earlier attempt left there."""
-        from harness.trainers.checkpoint import checkpoint_paths
-
         if any(o.startswith("trainer.resume=") for o in overrides):
             return None
         run_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
@@ -216,8 +216,6 @@ class SequentialLauncher(HarnessLauncher):
         if cores > 1 and any(len(group) > 1 for group in groups):
             # Ensembles use the cores as one worker process each: a tiny model's ops are too small for torch's
             # intra-op threads, whose spinning workers also collapse when anything else wants a core.
-            from harness.launchers.worker_pool import run_groups
-
             return run_groups(self, jobs, groups, min(cores, len(groups)), lambda _: 1)
         state = Singleton.get_state()
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]

@@ -7,6 +7,7 @@ with its own truthful status through `harness.job.finish_run`: FINISHED, FAILED 
 or KILLED together on SIGTERM / Ctrl-C, which then stops the sweep as a single job's would."""
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import signal
@@ -32,9 +33,9 @@ def _start_step(run: StartedRun) -> int:
 def _start(launcher, overrides: Sequence[str], idx: int) -> JobReturn:
     """Prepare one member as `launcher.run_one` would run it (`launcher.job_config`), with `start_run` as
     the task."""
-    return run_job(hydra_context=launcher.hydra_context, task_function=start_run,
-                   config=launcher.job_config(overrides, idx), job_dir_key="hydra.sweep.dir",
-                   job_subdir_key="hydra.sweep.subdir")
+    config, spec = launcher.job_config(overrides, idx)
+    return run_job(hydra_context=launcher.hydra_context, task_function=functools.partial(start_run, spec=spec),
+                   config=config, job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
 
 
 def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool = True) -> List[JobReturn]:
@@ -64,6 +65,7 @@ def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool 
 
 def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
     """Train the started runs of `batch` together; each JobReturn's value becomes its run's JobResult."""
+    # torch loads only in a process that trains (Hydra's plugin scan imports the launchers everywhere)
     from harness.trainers.ensemble import loop
     from harness.trainers.ensemble.trainer import EnsembleTrainer
 

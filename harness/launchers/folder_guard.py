@@ -9,7 +9,8 @@
 `mask_hydra_files` masks Hydra's `.hydra/*.yaml` (written before the job starts) with the one rule of
 `harness.secrets`; the job calls it first thing, in whatever process or node it runs.
 
-Registered first in conf/config.yaml's `hydra.callbacks`, so it runs before the sweep's parent run opens."""
+A single run's folder is claimed by the `FolderGuard` callback (conf/config.yaml's `hydra.callbacks`); a sweep's
+by its sweeper (harness/sweeps/sweep_session.py), after every job is validated and before its parent run opens."""
 from __future__ import annotations
 
 import os
@@ -60,29 +61,33 @@ def mask_hydra_files(output_dir: Path, subdir: Any) -> None:
         mask_yaml_files(Path(output_dir) / str(subdir))
 
 
+def claim_folder(config: DictConfig, key: str, what: str) -> None:
+    """Claim the run or sweep folder `key` names for this process (Refused: in use, or not writable), after
+    refusing an experiment name that holds a secret; MLflow's links and log records stop showing credentials."""
+    check_experiment_name(config)
+    quiet_credentials_in_links(config)
+    mask_log_records()
+    folder = Path(str(OmegaConf.select(config, key)))
+    try:
+        claim(folder, what)
+    except FolderInUse as err:
+        raise Refused(str(err)) from None
+    except OSError as err:  # a read-only or full disk, a folder of someone else's
+        raise Refused(f"cannot write the {what} {folder}: {err.strerror or err} (choose a writable place with "
+                      "HARNESS_OUTPUT_ROOT or output_root=...)") from None
+
+
+def release_sweep_folder(config: DictConfig) -> None:
+    sweep_dir = Path(str(OmegaConf.select(config, "hydra.sweep.dir")))
+    mask_yaml_files(sweep_dir, ["multirun.yaml"])  # written by Hydra's sweeper (also when no job ran)
+    release(sweep_dir)
+
+
 class FolderGuard(Callback):
-    def _claim(self, config: DictConfig, key: str, what: str) -> None:
-        check_experiment_name(config)
-        quiet_credentials_in_links(config)
-        mask_log_records()
-        folder = Path(str(OmegaConf.select(config, key)))
-        try:
-            claim(folder, what)
-        except FolderInUse as err:
-            raise Refused(str(err)) from None
-        except OSError as err:  # a read-only or full disk, a folder of someone else's
-            raise Refused(f"cannot write the {what} {folder}: {err.strerror or err} (choose a writable place with "
-                          "HARNESS_OUTPUT_ROOT or output_root=...)") from None
+    """A single run's folder (a sweep's is claimed by its sweeper once every job is validated)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._claim(config, "hydra.run.dir", "run folder")
+        claim_folder(config, "hydra.run.dir", "run folder")
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         release(Path(str(OmegaConf.select(config, "hydra.run.dir"))))
-
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._claim(config, "hydra.sweep.dir", "sweep folder")
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        mask_yaml_files(Path(str(OmegaConf.select(config, "hydra.sweep.dir"))), ["multirun.yaml"])  # no job ran
-        release(Path(str(OmegaConf.select(config, "hydra.sweep.dir"))))

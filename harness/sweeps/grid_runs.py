@@ -10,7 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from harness.config.compose import preflight_jobs
+from harness.config.flags import HARNESS_FLAGS
+from harness.job import sweep_where
+from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
+from harness.reports import build_sweep_reports
 from harness.sweeps.spec import SweepSpec
+from harness.tracking.run_tracker import PARENT_FILE
 
 
 def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
@@ -21,9 +27,8 @@ def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
 
 def prepare_jobs(spec: SweepSpec, user: List[str], flags: List[str]) -> Tuple[Path, List[List[str]], list]:
     """`prepare`, also returning each grid's jobs as composed and validated with the overrides its multirun
-    gets (`_grid_argv`), which that multirun then uses instead of composing them again."""
-    from harness.config.compose import preflight_jobs
-
+    gets (`_grid_argv`): every job of every grid is checked before the first grid starts (each grid's
+    multirun then composes its own jobs in its launcher, as any multirun does)."""
     given = {o.partition("=")[0].lstrip("+~") for o in user if "=" in o}
     common = [o for o in spec.common_overrides() if o.partition("=")[0].lstrip("+~") not in given]  # the user's win
     grids = [[*common, *grid, *user] for grid in spec.grid_overrides(user)]
@@ -36,8 +41,6 @@ def prepare_jobs(spec: SweepSpec, user: List[str], flags: List[str]) -> Tuple[Pa
 
 def _grid_argv(grid: List[str], index: int, folder: str, flags: List[str], tag: str = "") -> List[str]:
     """`multirun` and the overrides of one grid's multirun, harness flags as the CLI turns them into overrides."""
-    from harness.cli import HARNESS_FLAGS
-
     place = [f"hydra.sweep.dir=${{output_root}}/{folder}", f"hydra.sweep.subdir=g{index}{tag}_${{hydra.job.num}}"]
     return ["multirun", *grid, *place, *(HARNESS_FLAGS[f] for f in flags if f in HARNESS_FLAGS)]
 
@@ -45,9 +48,9 @@ def _grid_argv(grid: List[str], index: int, folder: str, flags: List[str], tag: 
 def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[str],
         jobs: Optional[list] = None) -> int:
     """Run each grid as one multirun into `sweep_dir`, close the parent run, build the reports; worst exit code.
-    Each multirun gets its grid's composed jobs (`harness.config.composed.PREFLIGHTED_ENV`)."""
+    `jobs`: each grid's, from `prepare_jobs` (the store is read from them)."""
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  reports: {', '.join(spec.reports)}")
-    worst = run_grids(sweep_dir, grids, flags, jobs=jobs)
+    worst = run_grids(sweep_dir, grids, flags)
     finish(spec, sweep_dir, store_of(jobs))
     return worst
 
@@ -59,34 +62,19 @@ def store_of(jobs: Optional[list]) -> Optional[str]:
     return mlflow_store(jobs[0][0].spec) if jobs and jobs[0] else None
 
 
-def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "",
-              jobs: Optional[list] = None) -> int:
-    """Each grid as one multirun into `sweep_dir` (job folders g<grid><tag>_<job>); worst exit code. With
-    `jobs` (each grid's, from `prepare_jobs`), each multirun uses them instead of composing them again."""
-    import tempfile
-
-    from harness.config.composed import PREFLIGHTED_ENV, save_jobs
-    from harness.sweeps.tracking_callback import NAMED_SWEEP_ENV
-
+def run_grids(sweep_dir: Path, grids: List[List[str]], flags: List[str], tag: str = "") -> int:
+    """Each grid as one multirun into `sweep_dir` (job folders g<grid><tag>_<job>); worst exit code."""
     worst = 0
     folder = str(sweep_dir.relative_to(sweep_dir.parents[2]))
-    with tempfile.TemporaryDirectory(prefix="harness-sweep-") as handover:
-        for index, grid in enumerate(grids):
-            env = {**os.environ, NAMED_SWEEP_ENV: "1"}
-            if jobs is not None:
-                path = Path(handover) / f"g{index}.pickle"
-                save_jobs(jobs[index], path)
-                env[PREFLIGHTED_ENV] = str(path)
-            argv = _grid_argv(grid, index, folder, flags, tag)
-            code = subprocess.run([sys.executable, "-m", "harness", *argv], env=env).returncode
-            worst = max(worst, code)
+    for index, grid in enumerate(grids):
+        env = {**os.environ, NAMED_SWEEP_ENV: "1"}
+        argv = _grid_argv(grid, index, folder, flags, tag)
+        worst = max(worst, subprocess.run([sys.executable, "-m", "harness", *argv], env=env).returncode)
     return worst
 
 
 def finish(spec: SweepSpec, sweep_dir: Path, tracking_uri: Optional[str] = None) -> None:
     """Close the sweep's parent run and build its reports."""
-    from harness.sweeps.tracking_callback import PARENT_FILE, close_parent
-
     if (sweep_dir / PARENT_FILE).is_file():
         try:
             print(f"sweep {spec.name}: parent run {close_parent(sweep_dir, tracking_uri)}")
@@ -97,14 +85,8 @@ def finish(spec: SweepSpec, sweep_dir: Path, tracking_uri: Optional[str] = None)
 
 def _build_reports(sweep_dir: Path, kinds: List[str], tracking_uri: Optional[str]) -> None:
     try:
-        from harness.reports import build_sweep_reports
-    except ImportError:
-        return
-    try:
         for path in build_sweep_reports(sweep_dir, kinds=kinds, tracking_uri=tracking_uri):
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)
-    from harness.job import sweep_where
-
     print(sweep_where(sweep_dir))

@@ -16,8 +16,12 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from harness.config.compose_errors import parse_overrides
+from harness.config.errors import ConfigError
+from harness.refused import Refused
 from harness.sweeps.pruning import make_pruner
 from harness.sweeps.search_space import parse_space
+
 
 log = logging.getLogger("harness")
 
@@ -26,7 +30,7 @@ class OptunaSweeper(Sweeper):
     def __init__(self, params: Dict[str, str], n_trials: int = 20, n_jobs: int = 1, direction: str = "maximize",
                  metric: str = "eval/accuracy", storage: Optional[str] = None, study_name: Optional[str] = None,
                  sampler_seed: int = 0, pruner: Optional[Dict[str, Any]] = None) -> None:
-        self.space = parse_space(dict(params))
+        self.params = dict(params)
         self.n_trials, self.n_jobs, self.direction, self.metric = n_trials, n_jobs, direction, metric
         self.storage, self.study_name, self.sampler_seed = storage, study_name, sampler_seed
         self.pruner_cfg = dict(pruner or {})
@@ -52,6 +56,40 @@ class OptunaSweeper(Sweeper):
                 int(self.pruner_cfg.get("n_warmup_steps", 0)))
 
     def sweep(self, arguments: List[str]) -> Any:
+        """Every edge of the search space composed and validated by the launcher (never run as such) and the
+        sweep's checks, before the study, the sweep folder or its parent run exist; then the trials."""
+        # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans its plugins always
+        from harness.launchers.preflight import check_jobs
+        from harness.sweeps.sweep_session import sweep_session
+
+        self.space = self._checked_space(arguments)
+        edges = self.launcher.prepare([[*arguments, f"{key}={value}"] for key, dim in self.space.items()
+                                       for value in dim.sample_values()], keep=False)
+        check_jobs(edges, multirun=True)
+        with sweep_session(self.config, self.n_trials):
+            return self._trials(arguments)
+
+    def _checked_space(self, arguments: List[str]) -> dict:
+        try:
+            parsed = parse_overrides(arguments)
+        except ConfigError as err:
+            raise Refused(str(err)) from None
+        if any(override.is_sweep_override() for override in parsed):
+            raise Refused("with sweeper=optuna, put every dimension in hydra.sweeper.params "
+                          "(comma-separated sweep values are a grid, not a search)")
+        try:
+            space = parse_space(self.params)
+        except ValueError as err:
+            raise Refused(str(err)) from None
+        for ok, message in ((self.n_trials >= 1, f"hydra.sweeper.n_trials={self.n_trials} is not allowed: must be >= 1"),
+                            (self.n_jobs >= 1, f"hydra.sweeper.n_jobs={self.n_jobs} is not allowed: must be >= 1"),
+                            (self.direction in ("maximize", "minimize"),
+                             f"hydra.sweeper.direction={self.direction!r} is not allowed: maximize or minimize")):
+            if not ok:
+                raise Refused(message)
+        return space
+
+    def _trials(self, arguments: List[str]) -> Any:
         from optuna.trial import TrialState
 
         study, storage, name = self._study()

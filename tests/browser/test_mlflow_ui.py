@@ -18,7 +18,6 @@ from harness.tracking.ui import KIND_TAG, TRAINING_KIND, TRAINING_MODE, runs_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.sweeps.tracking_callback.SweepTracking"
 CHART_METRIC = "train/entropy"
 EXPANDER = ("[row-id='{id}'] button[data-component-id*='runnamecellrenderer']",
             "[row-id='{id}'] [col-id='attributes.`Run Name`'] button")
@@ -49,7 +48,7 @@ def tracked_sweep(tmp_path, run_harness):
     server = Server(run_harness.root, free_port()).start()
     try:
         run_harness("multirun", "algo=dppo,drpo", "delta=0.1,0.2", "debug=quick", "tracking=server",
-                    f"tracking.uri={server.url}", CALLBACK, check=True)
+                    f"tracking.uri={server.url}", check=True)
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=server.url)

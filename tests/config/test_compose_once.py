@@ -1,5 +1,6 @@
-"""Each job of a run or sweep is composed once, by Hydra, and validated once: the launch uses the preflight's
-config (harness.config.composed) and the job its validated spec."""
+"""Each job of a run or sweep is composed once, by Hydra, and validated once: a single run by the command line,
+a sweep's jobs by the launcher (through the config loader Hydra hands it, every job before any starts), and the
+job receives its validated spec with its config."""
 from __future__ import annotations
 
 import collections
@@ -18,6 +19,7 @@ def counted(monkeypatch):
 
     import harness.config.compose as compose
     import harness.config.validate as validate_module
+    import harness.launchers.base as launcher_base
 
     counts = collections.Counter()
     load, validate = ConfigLoaderImpl.load_configuration, validate_module.validate
@@ -33,6 +35,7 @@ def counted(monkeypatch):
     monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting_load)
     monkeypatch.setattr(validate_module, "validate", counting_validate)
     monkeypatch.setattr(compose, "validate", counting_validate)
+    monkeypatch.setattr(launcher_base, "validate", counting_validate)
     return counts
 
 
@@ -54,38 +57,28 @@ def test_a_sweep_composes_and_validates_each_job_once(counted, tmp_path, monkeyp
         assert (folder / "status.txt").read_text().strip() == "FINISHED"
 
 
-def test_a_worker_takes_its_jobs_config_from_the_preflight(tmp_path, monkeypatch):
-    """The launcher carries each job's preflight config to the process that runs it, with the settings the
-    launcher adds (here, local_parallel's torch-thread share) applied as a composition with them would."""
-    from omegaconf import OmegaConf
-
-    from harness.config import composed
-    from harness.config.compose import preflight_jobs
-    from harness.launchers.local_parallel import LocalParallelLauncher
+def test_the_launcher_composes_each_job_with_its_own_settings(counted, tmp_path, monkeypatch, warm_cache):
+    """local_parallel adds each job's share of torch threads: the job is composed once, with them, and its
+    folder records them as Hydra records any override."""
+    import yaml
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
     monkeypatch.setattr("os.cpu_count", lambda: 4)
-    jobs = preflight_jobs(["launcher=local_parallel", "launcher.workers=2", "seed=1,2"], multirun=True)
-    composed.clear()
-    for job in jobs:
-        composed.remember(job.overrides, job.config, job.spec)
-    launcher = LocalParallelLauncher(workers=2, threads_per_worker=3)
-    launcher.config = jobs[0].config
-    base = jobs[1].overrides
-    extended = list(launcher.job_overrides(base))
-    launcher._take_composed(base, extended)
-    worker = launcher.for_job(extended)
-    assert list(worker.composed) == [composed.key(extended)]
-    config, spec = worker.composed[composed.key(extended)]
-    assert config.trainer.torch_threads == spec.trainer.torch_threads == 3
-    assert config.trainer.progress is False and config.seed == 2
-    assert list(config.hydra.overrides.task)[-2:] == ["trainer.torch_threads=3", "trainer.progress=false"]
-    assert OmegaConf.to_yaml(jobs[1].config.trainer) != OmegaConf.to_yaml(config.trainer), "copied, not changed"
-    composed.clear()
+    assert run_cli(["multirun", *FAST, "launcher=local_parallel", "launcher.workers=2", "launcher.members=1",
+                    "hydra.launcher.threads_per_worker=3", "seed=1,2", f"cache_dir={warm_cache}"]) == 0
+    assert counted["validations"] == 2 and counted["compositions"] <= 2 + 2
+    folders = sorted(tmp_path.glob("multirun/*/*/[01]"))
+    assert len(folders) == 2
+    for folder, seed in zip(folders, (1, 2)):
+        overrides = yaml.safe_load((folder / ".hydra" / "overrides.yaml").read_text())
+        assert overrides[-2:] == ["trainer.torch_threads=3", "trainer.progress=false"], overrides
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        assert config["trainer"]["torch_threads"] == 3 and config["trainer"]["progress"] is False
+        assert config["seed"] == seed
 
 
-def test_a_named_sweep_hands_its_jobs_to_each_multirun(tmp_path, monkeypatch):
-    from harness.config.composed import PREFLIGHTED_ENV, handed_over, save_jobs
+def test_a_named_sweep_validates_every_grid_before_the_first_starts(tmp_path, monkeypatch):
+    from harness.config.errors import ConfigError
     from harness.sweeps.grid_runs import _grid_argv, prepare_jobs
     from harness.sweeps.spec import load_sweep
 
@@ -94,16 +87,15 @@ def test_a_named_sweep_hands_its_jobs_to_each_multirun(tmp_path, monkeypatch):
     sweeps.mkdir()
     (sweeps / "tiny.yaml").write_text("hypothesis: h\nreports: [overview]\noverrides: [debug=quick]\n"
                                       "grids:\n  - {algo: dppo, delta: [0.1, 0.2]}\n  - {algo: drpo}\n")
+    (sweeps / "bad.yaml").write_text("hypothesis: h\nreports: [overview]\noverrides: [debug=quick]\n"
+                                     "grids:\n  - {algo: dppo}\n  - {algo: drpo, delta: [-1]}\n")
     monkeypatch.chdir(tmp_path)
     sweep_dir, grids, jobs = prepare_jobs(load_sweep("tiny"), [], ["--force"])
     assert [len(j) for j in jobs] == [2, 1]
-    save_jobs(jobs[0], tmp_path / "g0.pickle")
-    monkeypatch.setenv(PREFLIGHTED_ENV, str(tmp_path / "g0.pickle"))
-    from harness.config.compose import expand_sweep
-
     folder = str(sweep_dir.relative_to(tmp_path))
     argv = _grid_argv(grids[0], 0, folder, ["--force"])
     assert argv[-1] == "force=true"
-    assert [j.overrides for j in handed_over(expand_sweep(argv[1:]))] == [j.overrides for j in jobs[0]]
-    assert handed_over(expand_sweep(argv[1:-1])) is None, "other overrides: composed again"
     assert str(jobs[0][0].config.hydra.sweep.dir).endswith(folder)
+    with pytest.raises(ConfigError, match="algo.delta=-1"):
+        prepare_jobs(load_sweep("bad"), [], [])
+    assert not (tmp_path / "multirun").exists(), "checked, nothing created"

@@ -1,4 +1,4 @@
-"""A sweep through the CLI with the SweepTracking callback: one parent run per invocation holding the
+"""A sweep through the CLI with the sweep's parent run (harness/sweeps/sweep_session.py): one parent run per invocation holding the
 sweep definition, one child per job nested under it by tag (mlflow.parentRunId), parent status from the
 jobs' statuses."""
 from __future__ import annotations
@@ -7,7 +7,6 @@ import json
 
 import yaml
 
-CALLBACK = "++hydra.callbacks.sweep_tracking._target_=harness.sweeps.tracking_callback.SweepTracking"
 
 
 def _runs(root):
@@ -19,7 +18,7 @@ def _runs(root):
 
 
 def test_a_sweep_has_one_parent_and_nested_children(run_harness):
-    proc = run_harness("multirun", "algo=dppo,drpo", "debug=quick", CALLBACK, check=True)
+    proc = run_harness("multirun", "algo=dppo,drpo", "debug=quick", check=True)
     assert "2 runs: 2 finished" in proc.stdout
     client, runs = _runs(run_harness.root)
     parents = [r for r in runs if r.data.tags.get("harness.role") == "parent"]
@@ -43,7 +42,7 @@ def test_a_sweep_has_one_parent_and_nested_children(run_harness):
 
 
 def test_a_sweep_with_a_failing_job_has_a_failed_parent(run_harness):
-    proc = run_harness("multirun", "model.path=null,/nonexistent/checkpoint", "debug=quick", CALLBACK)
+    proc = run_harness("multirun", "model.path=null,/nonexistent/checkpoint", "debug=quick")
     assert proc.returncode == 1, proc.stderr[-3000:]
     _, runs = _runs(run_harness.root)
     parent = next(r for r in runs if r.data.tags.get("harness.role") == "parent")
@@ -60,7 +59,7 @@ def test_a_sweep_tracked_while_the_server_is_down_syncs_into_the_same_shape(run_
         probe.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{probe.getsockname()[1]}"
     proc = run_harness("multirun", "algo=dppo,drpo", "debug=quick", "tracking=server", f"tracking.uri={down}",
-                       CALLBACK, check=True)
+                       check=True)
     assert "2 runs: 2 finished" in proc.stdout
     assert (proc.stdout + proc.stderr).count("unreachable (") == 1, "one warning for the whole sweep"
     sweep_dir = next((run_harness.root / "multirun").glob("*/*"))

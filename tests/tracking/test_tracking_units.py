@@ -52,12 +52,6 @@ def test_spool_ignores_an_unfinished_last_line(tmp_path):
     assert [s.folder for s in find_spools(tmp_path)] == [tmp_path / "spool", tmp_path / "0" / "spool"]
 
 
-def test_sweep_size_counts_the_grid():
-    from harness.sweeps.tracking_callback import sweep_size
-
-    assert sweep_size(OmegaConf.create({}), ["algo=dppo,drpo", "delta=0.1,0.2", "debug=quick"]) == 4
-
-
 def test_server_refuses_bad_arguments(tmp_path):
     bad_scheme = harness_tool("server", "--backend-store-uri", "mysql://u:secretpw@h/db", root=tmp_path)
     assert bad_scheme.returncode == 2 and "--backend-store-uri=" in bad_scheme.stderr

@@ -21,7 +21,7 @@ def test_print_plans_for_a_sweep(capsys):
 
 
 def test_the_flag_maps_to_the_config_key():
-    from harness.cli import HARNESS_FLAGS
+    from harness.config.flags import HARNESS_FLAGS
 
     assert HARNESS_FLAGS["--dry-run"] == "trainer.verl.dry_run=true"
 

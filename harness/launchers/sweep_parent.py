@@ -1,16 +1,10 @@
-"""The parent run of a sweep, as a Hydra callback: one parent per `multirun` invocation, the jobs nested
-under it (they read `<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`).
-
-Registered in conf/config.yaml:
-    hydra:
-      callbacks:
-        sweep_tracking:
-          _target_: harness.sweeps.tracking_callback.SweepTracking
+"""The parent run of a sweep: one parent per `multirun` invocation, the jobs nested under it (they read
+`<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`). Opened by the sweepers once every job
+has been composed and validated (harness/sweeps/sweep_session.py), closed when the sweep ends.
 
 The parent holds the sweep definition (`sweep.yaml`: the task overrides), the sweep size (tag
 `harness.sweep_size`, for `python -m harness status --watch`) and, when the sweep ends, its status
-(FINISHED if every job finished, or was skipped / pruned / submitted, else FAILED) and its reports
-(`harness.reports.build_sweep_reports`).
+(FINISHED if every job finished, or was skipped / pruned / submitted, else FAILED).
 Tracking trouble never fails a sweep: it is logged and the jobs run."""
 from __future__ import annotations
 
@@ -19,32 +13,28 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import yaml
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from harness.results import OK_STATUSES, RESULTS
+from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
+from harness.tracking.local_tracker import now_ms
+from harness.tracking.outage import apply_client_defaults
+from harness.tracking.params import common_tags, mask_overrides, scrub, sweep_id
 from harness.tracking.run_tracker import PARENT_FILE
+from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
+from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
+from harness.tracking.stored_uri import on_disk, reconnect
+from harness.tracking.tracker import MlflowTracker, RunSpec
+from harness.tracking.ui import runs_url, set_default_view
 
 log = logging.getLogger("harness")
 
 # Set by `python -m harness sweep` for the multiruns of its grids, which share one folder and parent run.
 NAMED_SWEEP_ENV = "HARNESS_NAMED_SWEEP"
 SWEEP_FILE = "sweep.yaml"
-
-
-def sweep_size(config: DictConfig, overrides: List[str]) -> Optional[int]:
-    """How many jobs the sweep will run: Optuna's n_trials, or the size of the basic sweeper's grid."""
-    trials = OmegaConf.select(config, "hydra.sweeper.n_trials", default=None)
-    if isinstance(trials, int):
-        return trials
-    try:
-        from harness.config.compose import expand_sweep
-
-        return len(expand_sweep(overrides))
-    except Exception:
-        return None
 
 
 def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
@@ -59,59 +49,48 @@ def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
         status_file = folder / "status.txt"
         status = "SKIPPED" if (folder / "skipped.json").is_file() else "UNKNOWN"
         statuses[str(folder.resolve())] = status_file.read_text().strip() if status_file.is_file() else status
-    if not with_results:
-        return statuses
-    try:
-        from harness.results import RESULTS
-    except ImportError:
-        RESULTS = []
-    for result in RESULTS:
-        statuses[str(Path(result.run_dir).resolve())] = result.status
+    if with_results:
+        for result in RESULTS:
+            statuses[str(Path(result.run_dir).resolve())] = result.status
     return statuses
 
 
 def ok_statuses() -> Tuple[str, ...]:
-    try:
-        from harness.results import OK_STATUSES
-    except ImportError:
-        return ("FINISHED", "SKIPPED")
     return tuple(OK_STATUSES)
 
 
-class SweepTracking(Callback):
-    def __init__(self, **_: Any):
-        self.tracker = None
-        self.sweep_dir: Optional[Path] = None
-        self._pulse = None  # the parent's heartbeat while a later grid of a named sweep runs
+class SweepParent:
+    """The sweep's parent run, opened by `open` (or, for a later grid of a named sweep, the heartbeat of the
+    parent the first grid opened) and ended by `end` with the jobs' statuses."""
 
-    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+    def __init__(self, config: DictConfig, size: Optional[int]) -> None:
+        self.config, self.size = config, size
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
+        self.tracker: Optional[MlflowTracker] = None
+        self._pulse: Optional[Heartbeat] = None  # the parent's heartbeat while a later grid of a named sweep runs
+
+    def open(self) -> "SweepParent":
         if os.environ.get(NAMED_SWEEP_ENV) and (self.sweep_dir / PARENT_FILE).is_file():
             # a later grid of a named sweep: its jobs join the parent run the first grid opened, and this
             # process keeps that parent's heartbeat going (else `repair` would take it for dead)
-            self._pulse = _parent_pulse(self.sweep_dir, _tracking_uri(config))
-            return
+            self._pulse = _parent_pulse(self.sweep_dir, tracking_uri_of(self.config))
+            return self
         try:
-            self._open_parent(config)
-        except Exception as err:  # the jobs run without a parent rather than not at all
+            self._open()
+        except Exception as err:  # a tracking fault: the jobs run without a parent rather than not at all
             log.warning("sweep tracking: no parent run for %s: %s", self.sweep_dir, err)
+        return self
 
-    def _open_parent(self, config: DictConfig) -> None:
-        from harness.tracking.params import common_tags, mask_overrides, scrub, sweep_id
-        from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
-        from harness.tracking.stored_uri import on_disk
-        from harness.tracking.tracker import MlflowTracker, RunSpec
-
+    def _open(self) -> None:
+        config, sweep_dir = self.config, self.sweep_dir
         if config.tracking.backend != "mlflow":
             return
-        sweep_dir = self.sweep_dir
         sweep_dir.mkdir(parents=True, exist_ok=True)
         overrides = [str(o) for o in config.hydra.overrides.task]
         tags = {**common_tags(str(sweep_dir)), "harness.role": "parent",
                 "harness.sweep_dir": str(sweep_dir.resolve())}
-        size = sweep_size(config, overrides)
-        if size:
-            tags["harness.sweep_size"] = str(size)
+        if self.size:
+            tags["harness.sweep_size"] = str(self.size)
         shown = mask_overrides(overrides)
         uri = tracking_uri(config)
         experiment: Dict[str, str] = {}
@@ -128,7 +107,7 @@ class SweepTracking(Callback):
             "run_id": self.tracker.run_id, "tracking_uri": on_disk(uri), "experiment_id": experiment.get("id"),
             "run_uid": self.tracker.uid}, indent=1))
         definition = {"sweep_id": sweep_id(str(sweep_dir)), "sweep_dir": str(sweep_dir.resolve()),
-                      "experiment": spec.experiment_name, "jobs": size, "overrides": shown}
+                      "experiment": spec.experiment_name, "jobs": self.size, "overrides": shown}
         (sweep_dir / SWEEP_FILE).write_text(yaml.safe_dump(definition, sort_keys=False))
         self.tracker.log_artifact(sweep_dir / SWEEP_FILE)
         self._refresh_view(experiment.get("id"))
@@ -138,45 +117,42 @@ class SweepTracking(Callback):
 
     def _refresh_view(self, experiment_id: Optional[str]) -> None:
         """Experiments created before the harness view existed get it too; print where to look."""
-        from harness.tracking.ui import runs_url, set_default_view
-
         if experiment_id is None or self.tracker.offline:
             return
         try:
             set_default_view(self.tracker.client, experiment_id)
-        except Exception as err:
+        except Exception as err:  # the view is a convenience; the store may refuse it (MLflow versions differ)
             log.debug("sweep tracking: no UI view: %s", err)
         url = runs_url(self.tracker.spec.tracking_uri, experiment_id)
         if url:
             log.info("sweep runs in the MLflow UI: %s", url)
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        sweep_dir = self.sweep_dir or Path(str(config.hydra.sweep.dir))
-        detached = "SUBMITTED" in job_statuses(sweep_dir).values()
+    def end(self) -> bool:
+        """The sweep ended: the parent gets its status from the jobs'. False when it stays open: a named
+        sweep's (`python -m harness sweep` closes it at its end) or a detached one's (its last job closes it)."""
+        detached = "SUBMITTED" in job_statuses(self.sweep_dir).values()
         if detached and self.tracker is not None:
             self.tracker.flush()
-        if detached and close_parent_if_all_ended(sweep_dir, _tracking_uri(config)) is None:
-            log.info("sweep %s: detached, its parent run stays RUNNING until its last job ends", sweep_dir)
+        if detached and close_parent_if_all_ended(self.sweep_dir, tracking_uri_of(self.config)) is None:
+            log.info("sweep %s: detached, its parent run stays RUNNING until its last job ends", self.sweep_dir)
         if os.environ.get(NAMED_SWEEP_ENV) or detached:
-            # `python -m harness sweep` closes the parent (close_parent) and builds the reports at its end;
-            # a detached sweep's last job closes it (close_parent_if_all_ended), or `repair` does
             for pulse in (self._pulse, getattr(self.tracker, "_heartbeat", None)):
                 if pulse is not None:
                     pulse.stop()
             self.tracker = self._pulse = None
-            return
+            return False
         if self.tracker is not None:
             try:
-                statuses = job_statuses(sweep_dir)
+                statuses = job_statuses(self.sweep_dir)
                 failed = {Path(name).name: s for name, s in statuses.items() if s not in ok_statuses()}
                 status = "FINISHED" if statuses and not failed else "FAILED"
                 error = None if status == "FINISHED" else (
                     "jobs not FINISHED: " + ", ".join(f"{n}: {s}" for n, s in failed.items()) if failed
                     else "the sweep ran no job")
                 self._finish(status, error)
-            except Exception as err:
+            except Exception as err:  # a tracking fault never fails the sweep; `repair` closes the parent
                 log.warning("sweep tracking: closing the parent run failed: %s", err)
-        _build_reports(sweep_dir, _tracking_uri(config))
+        return True
 
     def _finish(self, status: str, error: Optional[str]) -> None:
         tracker, self.tracker = self.tracker, None
@@ -184,17 +160,15 @@ class SweepTracking(Callback):
             tracker.finish(status, error=error)
 
     def _close_if_still_open(self) -> None:
-        """The sweep process is exiting before `on_multirun_end` (Ctrl-C, SIGTERM in a job, a crash)."""
+        """The sweep process is exiting before the sweep ended (Ctrl-C, SIGTERM in a job, a crash)."""
         try:
             self._finish("KILLED", "the sweep stopped before all its jobs ended")
-        except Exception as err:
+        except Exception as err:  # at interpreter exit: say it, `repair` closes the parent
             log.warning("sweep tracking: closing the parent run failed: %s", err)
 
 
-def _tracking_uri(config: DictConfig) -> Optional[str]:
+def tracking_uri_of(config: DictConfig) -> Optional[str]:
     """The store's full URI as this process's config gives it (`parent_run.json` holds it masked)."""
-    from harness.tracking.store import tracking_uri
-
     try:
         return tracking_uri(config)
     except Exception:  # a config without the harness's keys: MLFLOW_TRACKING_URI is still tried
@@ -203,11 +177,7 @@ def _tracking_uri(config: DictConfig) -> Optional[str]:
 
 def _parent_pulse(sweep_dir: Path, tracking_uri: Optional[str] = None):
     """A heartbeat for the parent run recorded in `<sweep_dir>/parent_run.json` (None if it has no id)."""
-    from mlflow.tracking import MlflowClient
-
-    from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
-    from harness.tracking.outage import apply_client_defaults
-    from harness.tracking.stored_uri import reconnect
+    from mlflow.tracking import MlflowClient  # mlflow loads only where a sweep talks to its store
 
     info = json.loads((sweep_dir / PARENT_FILE).read_text())
     if not info.get("run_id"):
@@ -222,9 +192,7 @@ def close_parent(sweep_dir: Path, tracking_uri: Optional[str] = None) -> Optiona
 
     With the store away (or the parent never created), the status goes to the parent's spool, for
     `python -m harness sync <sweep_dir>`. `tracking_uri`: the store's full URI, if this process knows it."""
-    from harness.tracking.outage import apply_client_defaults
-    from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
-    from harness.tracking.local_tracker import now_ms
+    from mlflow.tracking import MlflowClient  # mlflow loads only where a sweep talks to its store
 
     info = json.loads((sweep_dir / PARENT_FILE).read_text())
     statuses = job_statuses(sweep_dir)
@@ -233,14 +201,10 @@ def close_parent(sweep_dir: Path, tracking_uri: Optional[str] = None) -> Optiona
     try:
         if not info.get("run_id"):
             raise LookupError("the parent run was never created on the store")
-        from mlflow.tracking import MlflowClient
-
-        from harness.tracking.stored_uri import reconnect
-
         apply_client_defaults()
         client = MlflowClient(tracking_uri=reconnect(info["tracking_uri"], tracking_uri))
         client.set_terminated(info["run_id"], status=status, end_time=end)
-    except Exception as err:
+    except Exception as err:  # the store is away (any client error): the status waits in the spool for `sync`
         spool = Spool(sweep_dir / SPOOL_DIR)
         if not spool.exists:
             spool.open(RunRecord(uid=info.get("run_uid") or "", tracking_uri=info["tracking_uri"],
@@ -264,16 +228,3 @@ def close_parent_if_all_ended(sweep_dir: Path, tracking_uri: Optional[str] = Non
     if not size or len(statuses) < size or any(s not in ENDED for s in statuses.values()):
         return None
     return close_parent(sweep_dir, tracking_uri)
-
-
-def _build_reports(sweep_dir: Path, tracking_uri: Optional[str]) -> None:
-    """The sweep's reports, if the reports package offers them; a report never fails a sweep."""
-    try:
-        from harness.reports import build_sweep_reports
-    except ImportError as err:
-        log.info("no sweep reports: %s", err)
-        return
-    try:
-        build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
-    except Exception as err:
-        log.warning("sweep reports for %s failed: %s", sweep_dir, err)

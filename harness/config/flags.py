@@ -1,0 +1,19 @@
+"""The harness's own command-line flags, turned into overrides so they reach every job (and Slurm nodes) as
+config, and Hydra's flags that print something and run nothing."""
+from __future__ import annotations
+
+from typing import List
+
+HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
+                 "--reuse-across-versions": "reuse_across_versions=true"}
+
+INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
+
+
+def harness_flags(argv: List[str]) -> List[str]:
+    """argv with the harness's flags replaced by their overrides (at the end)."""
+    return [a for a in argv if a not in HARNESS_FLAGS] + [HARNESS_FLAGS[a] for a in argv if a in HARNESS_FLAGS]
+
+
+def informs_only(argv: List[str]) -> bool:
+    return any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)

@@ -1,0 +1,38 @@
+"""What a sweeper does around its jobs, once every job has been composed and validated (so bad input leaves
+nothing behind): claim the sweep folder, open the sweep's MLflow parent run, and when the jobs have ended,
+give the parent its status, build the sweep's reports and release the folder."""
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Iterator, Optional
+
+from omegaconf import DictConfig
+
+from harness.launchers.folder_guard import claim_folder, release_sweep_folder
+from harness.launchers.sweep_parent import SweepParent, tracking_uri_of
+from harness.reports import build_sweep_reports
+
+log = logging.getLogger("harness")
+
+
+@contextlib.contextmanager
+def sweep_session(config: DictConfig, size: Optional[int]) -> Iterator[SweepParent]:
+    """Around a sweep's launches: `config` is the sweep's (Hydra's primary config), `size` its job count."""
+    claim_folder(config, "hydra.sweep.dir", "sweep folder")
+    try:
+        parent = SweepParent(config, size).open()
+        yield parent
+        if parent.end():
+            build_reports(parent.sweep_dir, tracking_uri_of(config))
+    finally:
+        release_sweep_folder(config)
+
+
+def build_reports(sweep_dir: Path, tracking_uri: Optional[str]) -> None:
+    """The sweep's reports; a report never fails a sweep."""
+    try:
+        build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
+    except Exception as err:  # a report problem (any) is logged; the runs are recorded either way
+        log.warning("sweep reports for %s failed: %s", sweep_dir, err)

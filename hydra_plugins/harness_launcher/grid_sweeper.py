@@ -1,0 +1,57 @@
+"""sweeper=basic: Hydra's grid sweeper, with every job composed and validated once, by the launcher, before
+anything of the sweep is created.
+
+Hydra's basic sweeper creates the sweep folder, then composes each job of a batch to catch composition errors
+early, and the launcher composes it again. Here the launcher composes and validates every job of the grid
+first (`HarnessLauncher.prepare`: bad input is one line and nothing is left behind), the checks that need
+the whole sweep run, the sweep session (folder claim, MLflow parent run) opens, and Hydra's sweeper launches
+the jobs the launcher already holds."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from harness.config.compose import expand_sweep
+from harness.config.errors import ConfigError
+from harness.refused import Refused
+
+
+def _basic_sweeper_class() -> type:
+    """Hydra's grid sweeper without its own composition of each batch. Built when the sweep starts: Hydra's
+    plugin scan re-executes its module, and a subclass made before that scan would derive from a replaced class."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # no public alias
+
+    class PreparedGrid(BasicSweeper):
+        def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+            """The launcher has composed and validated every job (`GridSweeper.sweep`)."""
+
+    return PreparedGrid
+
+
+class GridSweeper(Sweeper):
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict] = None) -> None:
+        self.grid = _basic_sweeper_class()(max_batch_size=max_batch_size, params=params)
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.grid.setup(hydra_context=hydra_context, task_function=task_function, config=config)
+
+    def sweep(self, arguments: List[str]) -> Any:
+        # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
+        from harness.launchers.preflight import check_jobs, print_dry_run
+        from harness.sweeps.sweep_session import sweep_session
+
+        config = self.grid.config
+        params = OmegaConf.select(config, "hydra.sweeper.params") or {}
+        try:
+            overrides = expand_sweep([*(f"{key}={value}" for key, value in params.items()), *arguments])
+        except ConfigError as err:
+            raise Refused(str(err)) from None
+        jobs = self.grid.launcher.prepare(overrides)
+        check_jobs(jobs, multirun=True)
+        if print_dry_run(jobs):
+            return []
+        with sweep_session(config, len(jobs)):
+            return self.grid.sweep(arguments)
