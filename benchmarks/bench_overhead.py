@@ -79,7 +79,7 @@ def wrap_trainer():
     wrap(ck.CheckpointWriter, "wait", "checkpoints")
     wrap(ck.CheckpointWriter, "_write", "checkpoint_write")  # flush + torch.save, on the writer's thread
 started = time.perf_counter()
-import harness.cli, harness.config.compose, harness.job, harness.tracking, harness.tracking.store
+import harness.cli, harness.config.compose, harness.launchers.job, harness.tracking, harness.tracking.store
 import harness.trainers, harness.tracking.tracker as tt
 acc["imports"] = time.perf_counter() - started
 wrap(harness.config.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
@@ -92,7 +92,7 @@ def build_then_wrap(*a, **k):
     return trainer
 harness.trainers.build_trainer = build_then_wrap
 wrap(harness.trainers, "build_trainer", "trainer_init")
-wrap(harness.job, "run_job", "job")
+wrap(harness.launchers.job, "run_job", "job")
 for cls in (tt.Tracker, tt.MlflowTracker):
     for attr, key in (("log_metrics", "log_metrics"), ("flush", "tracker_flush"), ("finish", "tracker_finish")):
         if attr in vars(cls):

@@ -153,7 +153,7 @@ def run_cli(argv: List[str]) -> int:
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv), multirun)
-    from harness.config.compose import check_overrides, preflight_jobs
+    from harness.config.compose import check_overrides, check_sweep_config, preflight_jobs
     from harness.config.errors import ConfigError
 
     try:
@@ -163,6 +163,8 @@ def run_cli(argv: List[str]) -> int:
             return 0
         if multirun or not _launches_with_default_config(args):
             # Hydra composes each job in the launcher; the sweeper has the launcher validate them all first
+            if multirun and launches:
+                check_sweep_config(args.overrides)
             if launches:
                 notice("starting the sweep (loading torch, mlflow)…" if multirun else "starting the run…")
             return _launch(lambda: _run_hydra(hydra_argv), multirun)
@@ -173,7 +175,7 @@ def run_cli(argv: List[str]) -> int:
 
 
 def _run_one(job) -> None:
-    from harness import results
+    from harness.launchers import results
     from harness.launchers.preflight import check_jobs, print_dry_run
     from hydra_plugins.harness_launcher.single_run import run_single
 
@@ -186,7 +188,7 @@ def _run_one(job) -> None:
 
 def _launch(start, multirun: bool) -> int:
     """Run a single run or Hydra, and end with the runs' summary and a truthful exit code."""
-    from harness import job, results
+    from harness.launchers import job, results, where
     from harness.refused import Refused
 
     results.RESULTS.clear()
@@ -200,11 +202,11 @@ def _launch(start, multirun: bool) -> int:
         return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     if multirun and results.RESULTS:
         print(results.summarize(results.RESULTS))
-        sweep_dir = job.sweep_folder(results.RESULTS)
+        sweep_dir = where.sweep_folder(results.RESULTS)
         if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
-            print(job.sweep_where(sweep_dir))
+            print(where.sweep_where(sweep_dir))
     elif results.RESULTS and results.RESULTS[-1].status != "SUBMITTED":
-        print(job.run_where(results.RESULTS[-1]))
+        print(where.run_where(results.RESULTS[-1]))
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
 
 
@@ -240,7 +242,7 @@ def _run_hydra(hydra_argv: List[str]) -> None:
     import hydra
 
     from harness.config.schema import register_schemas
-    from harness.job import run_job
+    from harness.launchers.job import run_job
     from hydra_plugins.harness_launcher import register_with_hydra
 
     register_schemas()

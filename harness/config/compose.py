@@ -23,7 +23,7 @@ from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.schema import register_schemas
 from harness.config.validate import validate
 
-JOB_NAME = "job"  # hydra.job.name: Hydra names it after the task function's module, harness/job.py
+JOB_NAME = "job"  # hydra.job.name: Hydra names it after the task function's module, harness/launchers/job.py
 
 
 @dataclass
@@ -72,7 +72,7 @@ def compose_in_session(overrides: Sequence[str], multirun: bool = False) -> Dict
     mode = "hydra.mode=MULTIRUN" if multirun else "hydra.mode=RUN"  # what Hydra's command line adds
     try:
         return hydra_compose(config_name=CONFIG_NAME, overrides=[*overrides, mode], return_hydra_config=True)
-    except Exception as err:
+    except Exception as err:  # Hydra's composition errors (several kinds, some OmegaConf's): said in one line
         raise ConfigError(describe_composition_error(err, overrides)) from None
 
 
@@ -101,6 +101,15 @@ def check_overrides(overrides: Sequence[str], multirun: bool) -> None:
     check_environment()
     if multirun:
         check_grid_size(parsed)
+
+
+def check_sweep_config(overrides: Sequence[str]) -> None:
+    """The sweep-level config Hydra composes before its sweeper starts (the overrides that are not sweeps),
+    composed here so that what Hydra would fail on is refused in one line (ConfigError). Jobs are composed by
+    the launcher."""
+    fixed = [o.input_line for o in parse_overrides(overrides) if not o.is_sweep_override()]
+    with hydra_session():
+        compose_in_session(fixed, multirun=True)
 
 
 def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:

@@ -6,10 +6,12 @@ import re
 import unicodedata
 from typing import List, Sequence
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_NAME, GROUPS, did_you_mean, group_options
+from harness.config.schema import RunConfig
 
 def parse_overrides(overrides: Sequence[str]) -> list:
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -100,22 +102,18 @@ def _sibling_keys(bad_key: str, overrides: Sequence[str]) -> List[str]:
     import dataclasses
     import typing
 
-    from harness.config.schema import RunConfig
-
     node: object = RunConfig
     for part in bad_key.split(".")[:-1]:
         hints = typing.get_type_hints(node) if dataclasses.is_dataclass(node) else {}
         node = hints.get(part)
     if dataclasses.is_dataclass(node):
         return [f.name for f in dataclasses.fields(node)]
-    from omegaconf import OmegaConf
-
     parent = bad_key.rpartition(".")[0]
     found = _composed_with_choices(overrides)
     try:
         found = OmegaConf.select(found, parent) if parent else found
         return sorted(str(k) for k in found.keys())
-    except Exception:
+    except (AttributeError, OmegaConfBaseException):  # nothing composed, or no such node: no suggestion
         return []
 
 
@@ -125,15 +123,13 @@ def _composed_with_choices(overrides: Sequence[str]) -> "DictConfig | None":
 
     try:
         return hydra_compose(config_name=CONFIG_NAME, overrides=[o for o in overrides if o.split("=")[0] in GROUPS])
-    except Exception:
+    except Exception:  # any composition error (Hydra's several kinds): the message goes without a suggestion
         return None
 
 
 def _has_node(key: str, overrides: Sequence[str]) -> bool:
     """Whether the config composed with the same group choices (e.g. trainer=verl, or an experiment that
     selects it) has a non-empty node `key`."""
-    from omegaconf import OmegaConf
-
     found = _composed_with_choices(overrides)
     return found is not None and bool(OmegaConf.select(found, key))
 

@@ -1,9 +1,9 @@
 """Run a group of a sweep's jobs as one ensemble in this process (a local driver, a worker, a Slurm node).
 
 Each member is still a first-class job: Hydra's `run_job` prepares it as for any job (its folder, its saved
-config, its callbacks), with `harness.job.start_run` as the task, which opens its tracking run (or finds it
+config, its callbacks), with `harness.launchers.job.start_run` as the task, which opens its tracking run (or finds it
 already FINISHED: skipped). The members then train together (`harness.trainers.ensemble`), and each ends
-with its own truthful status through `harness.job.finish_run`: FINISHED, FAILED alone (the others go on),
+with its own truthful status through `harness.launchers.job.finish_run`: FINISHED, FAILED alone (the others go on),
 or KILLED together on SIGTERM / Ctrl-C, which then stops the sweep as a single job's would."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Dict, List, Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, run_job
 
-from harness.job import Killed, StartedRun, _raise_killed, finish_run, start_run
+from harness.launchers.job import Killed, StartedRun, _raise_killed, finish_run, start_run
 from harness.trainers.checkpoint import find_checkpoint
 
 log = logging.getLogger("harness")

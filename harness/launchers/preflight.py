@@ -8,7 +8,7 @@ from typing import List, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose import Job
-from harness.folder_claims import check_output_folders, check_resume_source
+from harness.launchers.folder_claims import check_output_folders, check_resume_source
 from harness.launchers.profiles import check_partition, profile_for
 from harness.refused import Refused
 from harness.tracking.store import prepare_stores

@@ -8,6 +8,10 @@ import logging
 from typing import Optional
 
 from omegaconf import DictConfig
+from harness.code_version import code_version
+from harness.tracking.outage import apply_client_defaults
+from harness.tracking.params import config_hash
+from harness.tracking.store import experiment_name, store_exists, tracking_uri
 
 log = logging.getLogger("harness")
 
@@ -22,11 +26,6 @@ def finished_twin(cfg: DictConfig) -> Optional[str]:
     if cfg.force or cfg.tracking.backend != "mlflow" or cfg.trainer.get("resume"):
         return None
     try:
-        from harness.tracking.params import config_hash
-        from harness.tracking.store import experiment_name, store_exists, tracking_uri
-
-        from harness.code_version import code_version
-
         if not store_exists(cfg):  # a local store not created yet has no twin (and is not created here)
             return None
         version = None if cfg.get("reuse_across_versions") else code_version()
@@ -40,8 +39,6 @@ def search_twin(uri: str, experiment: str, digest: str, version: Optional[str] =
     """The newest active FINISHED run of `experiment` tagged with `digest` (and, given `version`, made by
     that code version)."""
     from mlflow.tracking import MlflowClient
-
-    from harness.tracking.outage import apply_client_defaults
 
     apply_client_defaults()
     client = MlflowClient(tracking_uri=uri)

@@ -16,7 +16,8 @@ from hydra.core.utils import JobReturn, JobStatus
 
 from harness.launchers.base import HarnessLauncher, JobFailed, job_outcome, log
 from harness.launchers.profiles import profile_for, submitit_parameters
-from harness.launchers.results import record_result
+from harness.launchers.job_returns import record_result
+from harness.launchers.results import RESULTS, JobResult, run_name
 
 
 class SubmititLauncher(HarnessLauncher):
@@ -87,8 +88,6 @@ class SubmititLauncher(HarnessLauncher):
 
     @staticmethod
     def _detached_return(overrides: Sequence[str], job) -> JobReturn:
-        from harness.results import RESULTS, JobResult, run_name
-
         result = JobResult(name=run_name(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
                            error=None, run_id=None)
         RESULTS.append(result)
@@ -101,8 +100,6 @@ class SubmititLauncher(HarnessLauncher):
         try:
             rets = job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
-            from harness.results import RESULTS, JobResult, run_name
-
             message = str(err).strip().splitlines()
             reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),
                           message[-1] if message else type(err).__name__)

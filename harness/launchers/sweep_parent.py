@@ -18,7 +18,7 @@ from typing import Dict, Optional, Tuple
 import yaml
 from omegaconf import DictConfig
 
-from harness.results import OK_STATUSES, RESULTS
+from harness.launchers.results import OK_STATUSES, RESULTS
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
 from harness.tracking.local_tracker import now_ms
 from harness.tracking.outage import apply_client_defaults

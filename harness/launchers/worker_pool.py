@@ -14,7 +14,7 @@ from typing import Callable, List, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from harness.launchers.results import record_result, record_worker_crash
+from harness.launchers.job_returns import record_result, record_worker_crash
 
 log = logging.getLogger("harness")
 

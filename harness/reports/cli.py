@@ -102,7 +102,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_INPUT
     if not args.target:
         return _list_sweeps()
-    from harness.folder_claims import check_report_out
+    from harness.reports.out_folder import check_report_out
     from harness.tracking.outage import apply_client_defaults
     from harness.tracking.store_check import check_store
     from harness.reports.build import build_reports

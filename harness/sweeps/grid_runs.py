@@ -12,7 +12,7 @@ from typing import List, Optional, Tuple
 
 from harness.config.compose import preflight_jobs
 from harness.config.flags import HARNESS_FLAGS
-from harness.job import sweep_where
+from harness.launchers.where import sweep_where
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
 from harness.reports import build_sweep_reports
 from harness.sweeps.spec import SweepSpec

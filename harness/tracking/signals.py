@@ -1,6 +1,6 @@
 """Tracking calls that Ctrl-C / SIGTERM cannot cut in half.
 
-A job turns SIGTERM into an exception (harness/job.py). Raised inside a SQLite write, it would leave the
+A job turns SIGTERM into an exception (harness/launchers/job.py). Raised inside a SQLite write, it would leave the
 transaction open and the database locked for this process's next calls, so the run could not even be
 closed as KILLED. Inside `deferred_signals()` the signal is only noted; the job's own handler runs right
 after the call, with the store consistent."""

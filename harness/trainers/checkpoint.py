@@ -79,7 +79,7 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
     _write_atomically(digest_file, lambda t: t.write_text(f"{new}  {state_path.name}\n"))
     meta = {"step": step, "run_id": run_id}
     config = Path(run_dir) / "config.yaml"
-    if config.is_file():  # ties the checkpoint to its folder's own record (checked by harness.folder_claims)
+    if config.is_file():  # ties the checkpoint to its folder's own record (checked by harness.launchers.folder_claims)
         meta["config_sha256"] = file_sha256(config)
     _write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps(meta)))
     return state_path

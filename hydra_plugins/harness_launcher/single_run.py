@@ -12,7 +12,7 @@ from hydra.types import HydraContext
 from omegaconf import DictConfig
 
 from harness.config.compose import CONFIG_NAME, hydra_session
-from harness.job import run_job as task
+from harness.launchers.job import run_job as task
 
 
 def run_single(config: DictConfig, spec: DictConfig) -> JobReturn:

@@ -47,7 +47,7 @@ def test_debug_quick_learns_logs_and_says_where_it_is(run_harness):
 
 
 def test_the_finished_line_says_which_accuracy_it_prints(tmp_path):
-    from harness.results import finished_metrics
+    from harness.launchers.results import finished_metrics
 
     rows = [{"step": 0, "eval/accuracy": 0.25}, {"step": 4, "eval/accuracy": 0.5}, {"step": 8, "eval/accuracy": 0.1},
             {"step": 8, "eval/accuracy": 0.75}, {"step": 12, "eval/accuracy": 1.0}]  # step 8 redone after a resume

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import harness.tracking
 
-USERS = ("harness.config", "harness.launchers", "harness.job", "harness.sweeps", "harness.reports",
+USERS = ("harness.config", "harness.launchers", "harness.launchers.job", "harness.sweeps", "harness.reports",
          "harness.trainers", "harness.cli", "hydra_plugins")
 
 

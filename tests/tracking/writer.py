@@ -1,5 +1,5 @@
 """A stand-in for a training job in the tracking tests: logs `--steps` steps of `--metrics` metrics through
-harness's MlflowTracker, with the same status handling as harness/job.py (exception -> FAILED with a
+harness's MlflowTracker, with the same status handling as harness/launchers/job.py (exception -> FAILED with a
 traceback, SIGTERM -> KILLED), and no model, so many of them fit on two cores.
 
     python writer.py --uri sqlite:///x.db --run-dir out/0 --steps 500 --metrics 10

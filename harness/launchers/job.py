@@ -7,18 +7,32 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from harness.results import (OK_STATUSES, RESULTS, JobResult, finished_metrics,  # noqa: F401 (re-exported)
-                             run_name, summarize)
+from harness.config.validate import validate
+from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
+from harness.launchers.results import RESULTS, JobResult, finished_metrics, run_name
+from harness.launchers.skip_finished import finished_twin
+from harness.launchers.sweep_parent import close_parent_if_all_ended
+from harness.secrets import safe_run_name, scrub
+from harness.sweeps.pruning import Pruned
+from harness.tracking import open_tracker
+from harness.tracking.outage import apply_client_defaults
+from harness.tracking.store import mlflow_store
+from harness.tracking.ui import experiment_of_run
+from harness.trainers import build_trainer
+from harness.trainers.checkpoint import resumed_run_id
+from harness.trainers.resume import resumed_spec
 
 log = logging.getLogger("harness")
 run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
@@ -33,11 +47,6 @@ def _raise_killed(signum, _frame):
 
 
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
-    from hydra.core.hydra_config import HydraConfig
-
-    from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
-    from harness.secrets import safe_run_name
-
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     mask_hydra_files(run_dir, hc.output_subdir)  # Hydra wrote them, secrets included, before the job started
@@ -51,8 +60,6 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
 def _remove_empty_run_dir(run_dir: Path) -> None:
     """Remove a skipped single run's folder (Hydra's .hydra/ and job.log only), and its date folder if that
     is now empty."""
-    import shutil
-
     shutil.rmtree(run_dir, ignore_errors=True)
     for parent in (run_dir.parent, run_dir.parent.parent):  # outputs/<date>, outputs
         try:
@@ -66,10 +73,6 @@ def _validated(cfg: DictConfig, spec: Optional[DictConfig]) -> DictConfig:
     attempt composed again with `trainer.resume`) validated here."""
     if spec is not None:
         return spec
-    from hydra.core.hydra_config import HydraConfig
-
-    from harness.config.validate import validate
-
     return validate(cfg, list(HydraConfig.get().overrides.task))
 
 
@@ -105,8 +108,6 @@ def _reason(err: BaseException) -> str:
 def _close_detached_parent(sweep_dir: str, tracking_uri: Optional[str]) -> None:
     """The last job of a detached sweep to end closes the sweep's parent run (its driver has long exited)."""
     try:
-        from harness.launchers.sweep_parent import close_parent_if_all_ended
-
         close_parent_if_all_ended(Path(sweep_dir), tracking_uri)
     except Exception as err:  # `repair` closes it from the jobs' statuses
         log.warning("could not close the sweep's parent run: %s", err)
@@ -128,12 +129,6 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
     """Everything before training (`spec`: the job's validated config, if the launcher has it): the validated
     spec, skip-finished (a SKIPPED JobResult, recorded), the
     run folder and its record, the tracking run. Call inside the job's Hydra context (`run_job` does)."""
-    from harness.launchers.skip_finished import finished_twin
-    from harness.tracking import open_tracker
-    from harness.tracking.outage import apply_client_defaults
-    from harness.trainers.checkpoint import resumed_run_id
-    from harness.trainers.resume import resumed_spec
-
     spec = resumed_spec(_validated(cfg, spec))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
@@ -144,9 +139,6 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
               f"(--force reruns it)", flush=True)
         if sweep_dir is None:  # a single run: the folder Hydra made for it would only say "skipped"
             _remove_empty_run_dir(run_dir)
-            from harness.tracking.store import mlflow_store
-            from harness.tracking.ui import experiment_of_run
-
             RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store,
                                      experiment_id=experiment_of_run(mlflow_store(spec), twin)))
             return RESULTS[-1]
@@ -169,9 +161,6 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
 def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
     """End a started run truthfully: FINISHED (err None), PRUNED, KILLED (Ctrl-C / SIGTERM: the caller
     re-raises) or FAILED (any other error: the sweep goes on). Records the JobResult and returns it."""
-    from harness.secrets import scrub
-    from harness.sweeps.pruning import Pruned
-
     result, name, tracker, run_dir = run.result, run.name, run.tracker, run.run_dir
     try:
         if err is None:
@@ -195,8 +184,6 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
     finally:
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
         if result.status != "RUNNING" and run.cfg.launcher.get("detach") and run.sweep_dir:
-            from harness.tracking.store import mlflow_store
-
             _close_detached_parent(run.sweep_dir, mlflow_store(run.spec))
     RESULTS.append(result)
     return result
@@ -204,8 +191,6 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
 
 def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
     """Hydra's task function: one run, start to end (`spec`: its validated config, given by the launcher)."""
-    from harness.trainers import build_trainer
-
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     try:
         started = start_run(cfg, spec)
@@ -225,51 +210,5 @@ def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
 
 def _store_of(spec) -> Optional[str]:
     """The run's store as shown and recorded (masked)."""
-    from harness.tracking.params import scrub
-    from harness.tracking.store import mlflow_store
-
     full = mlflow_store(spec)
     return None if full is None else scrub(full)
-
-
-def mlflow_link(tracking_uri: str, run_id: str, experiment_id: Optional[str] = None) -> str:
-    """Where to see a run in the MLflow UI: its URL on a tracking server; for a local store, the store, the
-    run id and the URL it has once `python -m harness server` serves that store."""
-    from harness.tracking.ui import run_page  # MLflow 3.17+ opens links in its GenAI mode otherwise
-
-    page = run_page(run_id, experiment_id)
-    if tracking_uri.startswith(("http://", "https://")):
-        return f"{tracking_uri.rstrip('/')}/{page}"
-    return (f"run {run_id} in {tracking_uri} (UI: python -m harness server --backend-store-uri {tracking_uri}, "
-            f"then http://127.0.0.1:5000/{page})")
-
-
-def run_where(result: JobResult) -> str:
-    """A single run's last lines: its folder and its MLflow run."""
-    lines = [f"  folder: {result.run_dir}"] if result.run_dir else [
-        "  folder: none (skipped: nothing was run; the identical run's folder and MLflow run hold its results)"]
-    if result.run_id and result.tracking_uri:
-        lines.append(f"  mlflow: {mlflow_link(result.tracking_uri, result.run_id, result.experiment_id)}")
-    return "\n".join(lines)
-
-
-def sweep_folder(results: List[JobResult]) -> Optional[Path]:
-    folders = {Path(r.run_dir).parent for r in results if r.run_dir}
-    return folders.pop() if len(folders) == 1 else None
-
-
-def sweep_where(sweep_dir: Path) -> str:
-    """A sweep's last lines: its folder, its reports index and its MLflow parent run."""
-    lines = [f"  folder: {sweep_dir}"]
-    index = sweep_dir / "reports" / "index.html"
-    if index.is_file():
-        lines.append(f"  reports: {index}")
-    try:
-        parent = json.loads((sweep_dir / "parent_run.json").read_text())
-    except (OSError, ValueError):
-        parent = {}
-    if parent.get("run_id") and parent.get("tracking_uri"):
-        from harness.tracking.params import scrub
-
-        lines.append(f"  mlflow: {mlflow_link(scrub(parent['tracking_uri']), parent['run_id'], parent.get('experiment_id'))}")
-    return "\n".join(lines)

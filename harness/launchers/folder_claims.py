@@ -21,6 +21,9 @@ from omegaconf import OmegaConf
 
 from harness.claim import LOCK_FILE, held_by
 from harness.run_record import live_job
+from harness.secrets import mask_tree
+from harness.trainers.checkpoint import CHECKPOINT_DIR, checkpoint_paths, file_sha256
+from harness.trainers.resume import run_folder
 
 RUN_FILES = ("config.yaml", "job.json", "metrics.jsonl", "status.txt", "checkpoints", ".hydra")
 REPORT_FILES = ("index.html", "README.md")
@@ -41,7 +44,7 @@ def _status(folder: Path) -> str:
         return "no status: not ended, or killed"
 
 
-def _contents(folder: Path) -> List[str]:
+def contents(folder: Path) -> List[str]:
     try:
         return sorted(p.name for p in folder.iterdir() if p.name != LOCK_FILE)
     except OSError:
@@ -63,7 +66,7 @@ def check_output_folders(jobs: Sequence, multirun: bool) -> None:
 
 def _check_run_dir(folder: Path, spec) -> None:
     folder = folder.expanduser()
-    held = _contents(folder)
+    held = contents(folder)
     if not held:
         return
     resume = spec.trainer.get("resume")
@@ -76,13 +79,12 @@ def _check_run_dir(folder: Path, spec) -> None:
 
 def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
     folder = folder.expanduser()
-    held = _contents(folder)
+    held = contents(folder)
     if not held:
         return
     if "multirun.yaml" not in held and set(held) & set(RUN_FILES):
         raise FolderTaken(f"hydra.sweep.dir={folder} is a single run's folder (status: {_status(folder)}); a sweep "
                           "writes only into a new folder or its own: choose another")
-    from harness.secrets import mask_tree
 
     for index, job in enumerate(jobs):
         sub = _job_subdir(job, index)
@@ -112,8 +114,6 @@ def _job_subdir(job, index: int) -> Optional[str]:
 
 
 def _run_folder(source: str) -> Path:
-    from harness.trainers.resume import run_folder
-
     return run_folder(source)
 
 
@@ -141,8 +141,6 @@ def check_resume_source(source: str, key: str = "trainer.resume") -> None:
 
 
 def _check_checkpoint_belongs(folder: Path, key: str, source: str) -> None:
-    from harness.trainers.checkpoint import CHECKPOINT_DIR, checkpoint_paths, file_sha256
-
     root = folder.resolve()
     state_path, meta_path = checkpoint_paths(folder)
     for path in (folder / CHECKPOINT_DIR, state_path, meta_path):
@@ -159,16 +157,3 @@ def _check_checkpoint_belongs(folder: Path, key: str, source: str) -> None:
         raise FolderTaken(f"{key}={source}: the checkpoint in {state_path.parent} was written by another run (its "
                           f"config is not this folder's config.yaml; mlflow run {meta.get('run_id')}); a run resumes "
                           "only its own checkpoint")
-
-
-def check_report_out(out: Path) -> None:
-    """`report --out`: a new (or empty) folder, or one holding reports already (only report files in it)."""
-    from harness.reports.registry import list_kinds
-
-    out = Path(out).expanduser()
-    if out.exists() and not out.is_dir():
-        raise FolderTaken(f"--out {out} is a file; give a folder for the reports")
-    others = [name for name in _contents(out) if name not in (*REPORT_FILES, *list_kinds())]
-    if others:
-        raise FolderTaken(f"--out {out} holds other files ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''});"
-                          " reports go only into a new folder or one that holds reports: choose another")
