@@ -56,11 +56,13 @@ def check_output_folders(jobs: Sequence, multirun: bool) -> None:
     if not jobs:
         return
     first = jobs[0]
+    # the command line's overrides: a launcher's job has its task overrides, Hydra keeps hydra.* ones apart
+    given = [*first.overrides, *(OmegaConf.select(first.config, "hydra.overrides.hydra") or [])]
     if not multirun:
-        if _explicit(first.overrides, "hydra.run.dir"):
+        if _explicit(given, "hydra.run.dir"):
             _check_run_dir(Path(str(OmegaConf.select(first.config, "hydra.run.dir"))), first.spec)
         return
-    if _explicit(first.overrides, "hydra.sweep.dir"):
+    if _explicit(given, "hydra.sweep.dir"):
         _check_sweep_dir(Path(str(OmegaConf.select(first.config, "hydra.sweep.dir"))), jobs)
 
 
@@ -85,7 +87,6 @@ def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
     if "multirun.yaml" not in held and set(held) & set(RUN_FILES):
         raise FolderTaken(f"hydra.sweep.dir={folder} is a single run's folder (status: {_status(folder)}); a sweep "
                           "writes only into a new folder or its own: choose another")
-
     for index, job in enumerate(jobs):
         sub = _job_subdir(job, index)
         if sub is None or not (folder / sub).exists():
