@@ -188,7 +188,7 @@ def run_cli(argv: List[str]) -> int:
             prepare_stores(configs)
     from harness import job, results
     from harness.config import composed
-    from harness.refused import Refused
+    from harness.infra.refused import Refused
 
     if launches:
         study = multirun and configs[0].sweeper.name == "optuna"  # its trials are asked one by one

@@ -8,7 +8,7 @@
   recorded config digest is the folder's `config.yaml`'s, and no symlink leads out of the folder);
 - `report --out` only a new folder or one that holds reports already.
 
-Every refusal is a ValueError of one line; nothing is created or changed here. (`harness.claim` keeps two
+Every refusal is a ValueError of one line; nothing is created or changed here. (`harness.infra.claim` keeps two
 processes out of one folder while they run.)"""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import List, Optional, Sequence
 import yaml
 from omegaconf import OmegaConf
 
-from harness.claim import LOCK_FILE, held_by
-from harness.run_record import live_job
+from harness.infra.claim import LOCK_FILE, held_by
+from harness.infra.run_record import live_job
 
 RUN_FILES = ("config.yaml", "job.json", "metrics.jsonl", "status.txt", "checkpoints", ".hydra")
 REPORT_FILES = ("index.html", "README.md")
@@ -82,7 +82,7 @@ def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
     if "multirun.yaml" not in held and set(held) & set(RUN_FILES):
         raise FolderTaken(f"hydra.sweep.dir={folder} is a single run's folder (status: {_status(folder)}); a sweep "
                           "writes only into a new folder or its own: choose another")
-    from harness.secrets import mask_tree
+    from harness.infra.secrets import mask_tree
 
     for index, job in enumerate(jobs):
         sub = _job_subdir(job, index)

@@ -36,7 +36,7 @@ def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
     from hydra.core.hydra_config import HydraConfig
 
     from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
-    from harness.secrets import safe_run_name
+    from harness.infra.secrets import safe_run_name
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
@@ -169,7 +169,7 @@ def start_run(cfg: DictConfig) -> "StartedRun | JobResult":
 def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
     """End a started run truthfully: FINISHED (err None), PRUNED, KILLED (Ctrl-C / SIGTERM: the caller
     re-raises) or FAILED (any other error: the sweep goes on). Records the JobResult and returns it."""
-    from harness.secrets import scrub
+    from harness.infra.secrets import scrub
     from harness.sweeps.pruning import Pruned
 
     result, name, tracker, run_dir = run.result, run.name, run.tracker, run.run_dir

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 from omegaconf import DictConfig, OmegaConf
 
 # the one masking rule, re-exported for the modules that import it from here
-from harness.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
+from harness.infra.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
                              scrub, secret_env_values)
 
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
@@ -100,7 +100,7 @@ def _checkpoint_run_id(source: str) -> Optional[str]:
 
 def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
     tags = common_tags(sweep_dir)
-    from harness.code_version import code_version
+    from harness.infra.code_version import code_version
 
     tags.update({
         "harness.role": "child" if sweep_dir else "run",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected
-from harness.run_record import job_folders, run_id_of
+from harness.infra.run_record import job_folders, run_id_of
 from harness.tracking.params import scrub
 from harness.tracking.spool import SPOOL_DIR, Spool, SyncState, find_spools
 from harness.tracking.store_check import StoreFault, check_store
