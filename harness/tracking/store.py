@@ -7,7 +7,6 @@ the CLI creates the stores up front (`prepare_stores`), so an unreachable store 
 is submitted; jobs run on this machine create theirs when their tracker opens the run."""
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 from omegaconf import DictConfig
 
+from harness.infra.locks import locked
 from harness.tracking.outage import apply_client_defaults, describe, warn_once
 from harness.tracking.params import scrub
 
@@ -70,12 +70,8 @@ def artifact_root(cfg: DictConfig) -> Optional[str]:
 def folder_lock(folder: Path) -> Iterator[None]:
     """An exclusive lock on `<folder>/.mlruns.lock`, held across processes (and NFS nodes with lockd)."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locked(folder / LOCK_NAME):
+        yield
 
 
 def get_or_create_experiment(client, name: str, artifact_location: Optional[str]) -> str:

@@ -11,7 +11,6 @@ The running tracker uses the same `SpoolUpload` to catch up by itself when the s
 from __future__ import annotations
 
 import argparse
-import fcntl
 import logging
 import os
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected
+from harness.infra.locks import LockHeld, locked
 from harness.infra.run_record import job_folders, run_id_of
 from harness.tracking.params import scrub
 from harness.tracking.spool import SPOOL_DIR, Spool, SyncState, find_spools
@@ -78,18 +78,21 @@ class SpoolUpload:
         self._params: Optional[Set[str]] = None
 
     def upload(self, blocking: bool = True) -> UploadSummary:
-        with open(self.spool.folder / ".lock", "w") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise SpoolBusy(str(self.spool.folder)) from None
-            state = self.state()
-            known = self.record.run_id if same_store(self.record.tracking_uri, self.target) else None
-            state.run_id = state.run_id or known or self._find_or_create_run()
-            state.tracking_uri = on_disk(self.target)
-            self.summary.run_id = state.run_id
-            self.spool.save_state(state)
-            self._upload_ops(state)
+        try:
+            with locked(self.spool.folder / ".lock", blocking=blocking):
+                return self._upload_held()
+        except LockHeld:
+            raise SpoolBusy(str(self.spool.folder)) from None
+
+    def _upload_held(self) -> UploadSummary:
+        """The upload, with the spool's lock held."""
+        state = self.state()
+        known = self.record.run_id if same_store(self.record.tracking_uri, self.target) else None
+        state.run_id = state.run_id or known or self._find_or_create_run()
+        state.tracking_uri = on_disk(self.target)
+        self.summary.run_id = state.run_id
+        self.spool.save_state(state)
+        self._upload_ops(state)
         return self.summary
 
     def state(self) -> SyncState:
