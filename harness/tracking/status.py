@@ -19,10 +19,11 @@ from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
 from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
-from harness.tracking.outage import describe
+from harness.tracking.outage import apply_client_defaults, describe
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
 from harness.tracking.store_check import StoreFault, check_store
+from harness.tracking.tags import STEP_TAG
 from harness.tracking.ui import runs_url
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -63,7 +64,7 @@ def _row(run, now: float, stale_after: float) -> RunRow:
     metrics, status = run.data.metrics, run.info.status
     return RunRow(name=run.info.run_name or run.info.run_id, run_id=run.info.run_id,
                   status="STALE" if is_stale(run, now, stale_after) else status,
-                  step=run.data.tags.get("harness.step", "-"), reward=metrics.get("train/reward"),
+                  step=run.data.tags.get(STEP_TAG, "-"), reward=metrics.get("train/reward"),
                   accuracy=metrics.get("eval/accuracy"),
                   heartbeat_age=None if status in TERMINAL else heartbeat_age(run, now))
 
@@ -90,8 +91,6 @@ def open_client(uri: Optional[str]):
     """A client for --tracking-uri (else MLFLOW_TRACKING_URI), or for the default store, which must already
     exist (never created here)."""
     from mlflow.tracking import MlflowClient
-
-    from harness.tracking.outage import apply_client_defaults
 
     apply_client_defaults()
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
