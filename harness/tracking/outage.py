@@ -10,6 +10,8 @@ import os
 import re
 import threading
 
+from harness.tracking.quiet import quiet_libraries, verbose
+
 log = logging.getLogger("harness")
 
 CLIENT_DEFAULTS = {
@@ -39,8 +41,6 @@ def apply_client_defaults() -> None:
     urllib3's own "Retrying ..." warnings and the errors of MLflow's asynchronous logging queue (the tracker
     waits on its calls and spools what failed) are silenced too, unless the user set those loggers' levels:
     the harness says once what an outage means for the run, rather than lines per failed call."""
-    from harness.tracking.quiet import quiet_libraries, verbose
-
     quiet_libraries()
     for name, value in CLIENT_DEFAULTS.items():
         os.environ.setdefault(name, value)

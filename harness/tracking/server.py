@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
+from harness.infra.parent_death import die_with_parent
 from harness.tracking.params import scrub
 from harness.tracking.quiet import quiet_libraries, verbose
 from harness.tracking.store import default_root, default_uri, folder_lock
@@ -108,8 +109,6 @@ def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM when this process dies, even by SIGKILL; the child
     (`harness.infra.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness server`
     holding the port."""
-    from harness.infra.parent_death import die_with_parent
-
     die_with_parent(signal.SIGTERM)
 
 

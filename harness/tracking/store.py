@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from harness.infra.locks import locked
 from harness.tracking.outage import apply_client_defaults, describe, warn_once
 from harness.tracking.params import scrub
+from harness.tracking.ui import set_default_view
 
 LOCK_NAME = ".mlruns.lock"
 LOCAL_LAUNCHERS = ("local", "local_parallel")  # jobs run in this process or its workers
@@ -80,8 +81,6 @@ def get_or_create_experiment(client, name: str, artifact_location: Optional[str]
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
-    from harness.tracking.ui import set_default_view
-
     try:
         experiment_id = client.create_experiment(name, artifact_location=artifact_location)
     except MlflowException:  # created meanwhile by a writer on another node
