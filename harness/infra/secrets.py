@@ -97,7 +97,7 @@ def mask_log_records() -> None:
         record = previous(*args, **kwargs)
         try:
             message = record.getMessage()
-        except Exception:  # a malformed record is logging's to report, unchanged
+        except Exception:  # inside every logging call: a record that fails to format is logging's to report
             return record
         masked = " ".join(safe_run_name(word) if "=" in word else word for word in scrub(message).split(" "))
         if masked != message:

@@ -71,7 +71,7 @@ class MetricBatches:
                     continue
                 try:
                     operation = self._log_steps(chunk, synchronous=False)
-                except Exception as err:  # the queue refused the call (shutting down): send it ourselves
+                except Exception as err:  # a store fault never stops a run: the batch is sent again when settling
                     log.debug("tracking: asynchronous logging unavailable (%s); sending synchronously", err)
                     operation = None
                 self._pending.append((chunk, operation))
@@ -100,7 +100,7 @@ class MetricBatches:
                     if operation is None:
                         raise RuntimeError("not sent")
                     operation.wait()
-                except Exception as err:
+                except Exception as err:  # a store fault never stops a run: sent again, spooled if still failing
                     log.debug("tracking: an asynchronous metrics call failed: %s", describe(err))
                     with self._lock:
                         self._pending.popleft()
@@ -121,7 +121,7 @@ class MetricBatches:
         try:
             with deferred_signals():
                 self._log_steps(chunk)
-        except Exception as err:
+        except Exception as err:  # a store fault never stops a run: a refused record is skipped, else spooled
             if is_rejected(err):
                 for item in chunk if len(chunk) > 1 else ():
                     self._send(lambda item=item: _metric_ops([item])[0], lambda item=item: self._log_steps([item]))

@@ -136,6 +136,6 @@ def prepare_stores(configs: Iterable[DictConfig]) -> None:
         seen.add(key)
         try:
             ensure_experiment(cfg)
-        except Exception as err:  # an outage at start is not fatal: the runs spool and sync later
+        except Exception as err:  # a store fault never stops a launch: the runs spool and sync later
             warn_once(key[0], f"tracking store {scrub(key[0])} unreachable ({describe(err)}): runs go on and "
                               "record to their run folder's spool/ (upload later: python -m harness sync)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List
 
 from harness.infra.run_record import job_folders, run_id_of
-from harness.tracking.outage import describe
+from harness.tracking.outage import describe, store_errors
 from harness.tracking.params import scrub
 from harness.tracking.spool import SPOOL_DIR, Spool, find_spools
 from harness.tracking.store import default_uri
@@ -70,7 +70,7 @@ def main(argv: List[str]) -> int:
                 failed += 1
                 print(f"harness sync: {spool.folder.parent}: {err} (nothing lost: run sync again later)", file=sys.stderr)
                 continue
-            except Exception as err:
+            except Exception as err:  # the command's boundary: one spool's failure is one line, the next goes on
                 failed += 1
                 uri = scrub(args.tracking_uri or spool.record().tracking_uri)
                 print(f"harness sync: {spool.folder.parent}: {uri} unreachable ({describe(err)}); "
@@ -109,7 +109,7 @@ def jobs_missing_from(client, folders: List[Path]) -> List[str]:
                 continue  # nothing to tell by, or its spool says it (sync uploads it)
             try:
                 client.get_run(run_id)
-            except Exception as err:  # MLflow's RESOURCE_DOES_NOT_EXIST; any other failure is not "missing"
+            except store_errors() as err:  # MLflow's RESOURCE_DOES_NOT_EXIST; any other failure is not "missing"
                 if "RESOURCE_DOES_NOT_EXIST" in str(getattr(err, "error_code", "")) or "not found" in str(err):
                     missing.append(f"{job} (mlflow run {run_id})")
     return missing

@@ -68,7 +68,7 @@ class MlflowTracker(MetricBatches, Tracker):
             apply_client_defaults()
             with deferred_signals():
                 self._open_run(MlflowClient, experiment_id, resume_run_id)
-        except Exception as err:  # unreachable or malformed URI: not fatal, the spool keeps everything
+        except Exception as err:  # a store fault never stops a run (unreachable, malformed URI): it spools
             self._go_offline(err)
         if not resume_run_id:
             self._send(lambda: {"op": "params", "values": spec.params}, self._log_params)
@@ -118,7 +118,7 @@ class MlflowTracker(MetricBatches, Tracker):
         try:
             with deferred_signals():
                 call()
-        except Exception as err:
+        except Exception as err:  # a store fault never stops a run: a refused record is skipped, else spooled
             if is_rejected(err):
                 warn_once(f"rejected:{describe(err)}", f"tracking: the store refused a record, skipped: "
                                                        f"{describe(err)}")
@@ -189,7 +189,7 @@ class MlflowTracker(MetricBatches, Tracker):
                     self.client.update_run(self.run_id, status="RUNNING")
         except SpoolBusy:
             return False
-        except Exception as err:
+        except Exception as err:  # a store fault never stops a run: the next beat tries again
             log.debug("tracking store still unreachable: %s", describe(err))
             return False
         log.info("tracking store %s is back: spooled records of %s uploaded", scrub(self.spec.tracking_uri),

@@ -133,9 +133,11 @@ class SpoolUpload:
 
     def _guarded(self, send) -> None:
         """Run `send`; a refused operation is skipped with a warning, an outage propagates."""
+        from mlflow.exceptions import MlflowException  # loaded already: this upload has a client
+
         try:
             send()
-        except Exception as err:
+        except MlflowException as err:
             if not is_rejected(err):
                 raise
             self.summary.rejected += 1
