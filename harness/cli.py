@@ -189,7 +189,7 @@ def _run_one(job) -> None:
 def _launch(start, multirun: bool) -> int:
     """Run a single run or Hydra, and end with the runs' summary and a truthful exit code."""
     from harness.launchers import job, results, where
-    from harness.refused import Refused
+    from harness.infra.refused import Refused
 
     results.RESULTS.clear()
     try:

@@ -16,7 +16,7 @@ from harness.algorithms import specs
 from harness.config.errors import ConfigError
 from harness.config.memory import check_builtin_memory
 from harness.config.names import did_you_mean, group_options
-from harness.secrets import scrub
+from harness.infra.secrets import scrub
 
 URI_ENV = "MLFLOW_TRACKING_URI"
 

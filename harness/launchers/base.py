@@ -22,7 +22,7 @@ from harness.config.errors import ConfigError
 from harness.config.validate import validate
 from harness.launchers.ensemble_run import run_ensemble
 from harness.launchers.worker_pool import run_groups
-from harness.refused import Refused
+from harness.infra.refused import Refused
 from harness.trainers.checkpoint import checkpoint_paths
 from harness.trainers.ensemble.grouping import plan
 

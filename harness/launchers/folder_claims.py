@@ -8,7 +8,7 @@
   recorded config digest is the folder's `config.yaml`'s, and no symlink leads out of the folder);
 - `report --out` only a new folder or one that holds reports already.
 
-Every refusal is a ValueError of one line; nothing is created or changed here. (`harness.claim` keeps two
+Every refusal is a ValueError of one line; nothing is created or changed here. (`harness.infra.claim` keeps two
 processes out of one folder while they run.)"""
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from typing import List, Optional, Sequence
 import yaml
 from omegaconf import OmegaConf
 
-from harness.claim import LOCK_FILE, held_by
-from harness.run_record import live_job
-from harness.secrets import mask_tree
+from harness.infra.claim import LOCK_FILE, held_by
+from harness.infra.run_record import live_job
+from harness.infra.secrets import mask_tree
 from harness.trainers.checkpoint import CHECKPOINT_DIR, checkpoint_paths, file_sha256
 from harness.trainers.resume import run_folder
 

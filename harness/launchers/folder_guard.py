@@ -1,13 +1,13 @@
 """A Hydra callback that guards a run's or sweep's folder before anything is written into it.
 
-- The folder is claimed (`harness.claim`) before Hydra creates it: a second run or sweep given the same
+- The folder is claimed (`harness.infra.claim`) before Hydra creates it: a second run or sweep given the same
   folder is refused with one line (exit 2) instead of interleaving its metrics and overwriting checkpoints.
 - An experiment name that would carry a secret (`experiment_name=${oc.env:SECRET}`) is refused.
 - MLflow's own "View run at <tracking URI>" lines are silenced when the URI carries a password, and log
   records (Hydra's "#0 : <overrides>" lines) are masked.
 
 `mask_hydra_files` masks Hydra's `.hydra/*.yaml` (written before the job starts) with the one rule of
-`harness.secrets`; the job calls it first thing, in whatever process or node it runs.
+`harness.infra.secrets`; the job calls it first thing, in whatever process or node it runs.
 
 A single run's folder is claimed by the `FolderGuard` callback (conf/config.yaml's `hydra.callbacks`); a sweep's
 by its sweeper (harness/sweeps/sweep_session.py), after every job is validated and before its parent run opens."""
@@ -21,9 +21,9 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from harness.claim import FolderInUse, claim, release
-from harness.refused import Refused
-from harness.secrets import has_uri_password, mask_log_records, mask_tree, scrub
+from harness.infra.claim import FolderInUse, claim, release
+from harness.infra.refused import Refused
+from harness.infra.secrets import has_uri_password, mask_log_records, mask_tree, scrub
 
 HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 

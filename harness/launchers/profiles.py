@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from harness.config.schema import ClusterResources as ClusterProfile  # the fields a profile sets
-from harness.resources import available, find_yaml, search_dirs
+from harness.infra.resources import available, find_yaml, search_dirs
 
 
 def profile_dirs() -> List[Path]:

@@ -1,5 +1,5 @@
 """Re-running a sweep skips the jobs whose identical config (same config hash) already FINISHED in the
-same experiment with the same code (tag `harness.code_version`, see harness/code_version.py); `--force`
+same experiment with the same code (tag `harness.code_version`, see harness/infra/code_version.py); `--force`
 (force=true) reruns them, `--reuse-across-versions` (reuse_across_versions=true) also takes a run made by
 other code as done."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 from typing import Optional
 
 from omegaconf import DictConfig
-from harness.code_version import code_version
+from harness.infra.code_version import code_version
 from harness.tracking.outage import apply_client_defaults
 from harness.tracking.params import config_hash
 from harness.tracking.store import experiment_name, store_exists, tracking_uri

@@ -53,7 +53,7 @@ class _QuickExitProcess(multiprocessing.context.SpawnProcess):
     Its jobs have closed their runs and files by then; logging and stdio are flushed here."""
 
     def run(self) -> None:
-        from harness.parent_death import die_with_parent
+        from harness.infra.parent_death import die_with_parent
 
         global _DRIVER_PID
         _DRIVER_PID = os.getppid()

@@ -13,7 +13,7 @@ from harness.reports.artifacts import log_to_parent
 from harness.reports.data import SweepData
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
-from harness.secrets import scrub
+from harness.infra.secrets import scrub
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
 

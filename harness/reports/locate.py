@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
-from harness.run_record import run_id_of
+from harness.infra.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
 
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")

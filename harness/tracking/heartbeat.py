@@ -56,5 +56,5 @@ class Heartbeat:
         while not self._stopped.wait(self.period):
             try:
                 self._beat()
-            except Exception as err:  # a missed beat is not worth a crash; the next one may succeed
+            except Exception as err:  # the thread's boundary: a missed beat is not worth a crash; the next may succeed
                 log.debug("heartbeat failed: %s", err)

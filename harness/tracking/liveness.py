@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from harness.claim import LOCK_FILE, held_by
-from harness.run_record import live_job
+from harness.infra.claim import LOCK_FILE, held_by
+from harness.infra.run_record import live_job
 
 # Hosts' clocks may disagree by this much without a live run being taken for dead (NTP keeps them far
 # closer; a host without it is what this allows for).

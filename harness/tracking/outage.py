@@ -9,6 +9,9 @@ import logging
 import os
 import re
 import threading
+from typing import Tuple, Type
+
+from harness.tracking.quiet import quiet_libraries, verbose
 
 log = logging.getLogger("harness")
 
@@ -39,8 +42,6 @@ def apply_client_defaults() -> None:
     urllib3's own "Retrying ..." warnings and the errors of MLflow's asynchronous logging queue (the tracker
     waits on its calls and spools what failed) are silenced too, unless the user set those loggers' levels:
     the harness says once what an outage means for the run, rather than lines per failed call."""
-    from harness.tracking.quiet import quiet_libraries, verbose
-
     quiet_libraries()
     for name, value in CLIENT_DEFAULTS.items():
         os.environ.setdefault(name, value)
@@ -50,6 +51,16 @@ def apply_client_defaults() -> None:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(level)
+
+
+def store_errors() -> Tuple[Type[BaseException], ...]:
+    """What a store that is away, full, read-only or refusing raises through MLflow's client: MLflow's own
+    errors, SQLAlchemy's (a database store) and OSError (requests' connection errors, a full disk). Imported
+    when an error is matched (`except store_errors()`), so importing this module does not load mlflow."""
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return MlflowException, SQLAlchemyError, OSError
 
 
 def is_rejected(err: BaseException) -> bool:

@@ -16,9 +16,11 @@ from typing import Any, Dict, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness import __version__
+from harness.infra.code_version import code_version
 # the one masking rule, re-exported for the modules that import it from here
-from harness.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
-                             scrub, secret_env_values)
+from harness.infra.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
+                                   scrub, secret_env_values)
 
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
 NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
@@ -73,8 +75,6 @@ def sweep_id(sweep_dir: str) -> str:
 
 def common_tags(sweep_dir: Optional[str]) -> Dict[str, str]:
     """Tags of every run, parent or child: harness version, host, git state, sweep and Slurm ids."""
-    from harness import __version__
-
     tags = {"harness.version": __version__, "harness.host": socket.gethostname()}
     commit = _git("rev-parse", "HEAD")
     if commit:
@@ -100,8 +100,6 @@ def _checkpoint_run_id(source: str) -> Optional[str]:
 
 def run_tags(cfg: DictConfig, sweep_dir: Optional[str]) -> Dict[str, str]:
     tags = common_tags(sweep_dir)
-    from harness.code_version import code_version
-
     tags.update({
         "harness.role": "child" if sweep_dir else "run",
         "harness.code_version": code_version(),

@@ -9,8 +9,12 @@ from typing import Dict, Optional
 from omegaconf import DictConfig
 
 from harness.tracking.local_tracker import Tracker
+from harness.tracking.params import flatten, redacted_yaml, run_tags, safe_run_name
+from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
 from harness.tracking.stored_uri import same_store
+from harness.tracking.tags import PARENT_TAG, PARENT_UID_TAG
 from harness.tracking.tracker import MlflowTracker, RunSpec
+from harness.tracking.ui import description_tags, display_name, folder_label
 
 log = logging.getLogger("harness")
 
@@ -31,18 +35,14 @@ def parent_tags(sweep_dir: Optional[str], tracking_uri: str) -> Dict[str, str]:
         return {}
     if not same_store(parent.get("tracking_uri"), tracking_uri):
         return {}  # the parent lives in another store: a tag naming it would point nowhere
-    tags = {"harness.parent_uid": parent["run_uid"]} if parent.get("run_uid") else {}
+    tags = {PARENT_UID_TAG: parent["run_uid"]} if parent.get("run_uid") else {}
     if parent.get("run_id"):
-        tags["mlflow.parentRunId"] = parent["run_id"]
+        tags[PARENT_TAG] = parent["run_id"]
     return tags
 
 
 def mlflow_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str],
                    resume_run_id: Optional[str]) -> MlflowTracker:
-    from harness.tracking.params import flatten, run_tags, safe_run_name
-    from harness.tracking.store import artifact_root, ensure_experiment, experiment_name, tracking_uri
-    from harness.tracking.ui import description_tags, display_name, folder_label
-
     uri = tracking_uri(cfg)
     tags = {**run_tags(cfg, sweep_dir), **description_tags(safe_run_name(run_name)), **parent_tags(sweep_dir, uri)}
     spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg, folder_label(run_dir, sweep_dir)),
@@ -56,8 +56,6 @@ def mlflow_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Opt
 def open_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str] = None,
                  resume_run_id: Optional[str] = None) -> Tracker:
     """Open the tracking run of a job (continuing the run `resume_run_id` when resuming from a checkpoint)."""
-    from harness.tracking.params import redacted_yaml
-
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(redacted_yaml(cfg))

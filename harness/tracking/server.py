@@ -6,7 +6,7 @@
 The database is created (or migrated) here, once, under a file lock, BEFORE the server starts, so neither
 the server's workers nor the runs race on its creation. Then `mlflow server` starts in its own process
 group, and this waits until it answers, prints its URL, and stops it cleanly on Ctrl-C / SIGTERM; killed
-outright, this takes the group down with it (`harness.group_leader`).
+outright, this takes the group down with it (`harness.infra.group_leader`).
 
 What the harness never uses stays off (MLflow's job queue: a runner and ~7 huey consumer processes, for
 GenAI jobs), and MLflow's start-up chatter stays off the terminal (its INFO lines, uvicorn's process lines,
@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
+from harness.infra.parent_death import die_with_parent
 from harness.tracking.params import scrub
 from harness.tracking.quiet import quiet_libraries, verbose
 from harness.tracking.store import default_root, default_uri, folder_lock
@@ -106,10 +107,8 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float) -> None:
 
 def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM when this process dies, even by SIGKILL; the child
-    (`harness.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness server`
+    (`harness.infra.group_leader`) then stops its whole group, so no `mlflow server` outlives `harness server`
     holding the port."""
-    from harness.parent_death import die_with_parent
-
     die_with_parent(signal.SIGTERM)
 
 
@@ -144,10 +143,10 @@ def _parse(argv: List[str]) -> argparse.Namespace:
 
 
 def server_command(args: argparse.Namespace, artifacts: Path) -> List[str]:
-    """`mlflow server` under `harness.group_leader`, with the registry in the tracking store (as MLflow's
+    """`mlflow server` under `harness.infra.group_leader`, with the registry in the tracking store (as MLflow's
     default, said explicitly: no notice) and uvicorn at WARNING unless -v."""
     uvicorn = ([] if args.access_log else ["--no-access-log"]) + ([] if verbose() else ["--log-level", "warning"])
-    command = [sys.executable, "-m", "harness.group_leader", sys.executable, "-m", "mlflow", "server",
+    command = [sys.executable, "-m", "harness.infra.group_leader", sys.executable, "-m", "mlflow", "server",
                "--backend-store-uri", args.backend_store_uri, "--registry-store-uri", args.backend_store_uri,
                "--artifacts-destination", str(artifacts), "--host", args.host, "--port", str(args.port),
                "--workers", str(args.workers)]

@@ -19,10 +19,11 @@ from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
 from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
-from harness.tracking.outage import describe
+from harness.tracking.outage import apply_client_defaults, describe, store_errors
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
 from harness.tracking.store_check import StoreFault, check_store
+from harness.tracking.tags import STEP_TAG
 from harness.tracking.ui import runs_url
 
 TERMINAL = ("FINISHED", "FAILED", "KILLED")
@@ -63,7 +64,7 @@ def _row(run, now: float, stale_after: float) -> RunRow:
     metrics, status = run.data.metrics, run.info.status
     return RunRow(name=run.info.run_name or run.info.run_id, run_id=run.info.run_id,
                   status="STALE" if is_stale(run, now, stale_after) else status,
-                  step=run.data.tags.get("harness.step", "-"), reward=metrics.get("train/reward"),
+                  step=run.data.tags.get(STEP_TAG, "-"), reward=metrics.get("train/reward"),
                   accuracy=metrics.get("eval/accuracy"),
                   heartbeat_age=None if status in TERMINAL else heartbeat_age(run, now))
 
@@ -91,8 +92,6 @@ def open_client(uri: Optional[str]):
     exist (never created here)."""
     from mlflow.tracking import MlflowClient
 
-    from harness.tracking.outage import apply_client_defaults
-
     apply_client_defaults()
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     uri = uri or os.environ.get(URI_ENV)
@@ -115,7 +114,7 @@ def fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list
         return _fetch_runs(client, experiment, sweep)
     except BadInput:
         raise
-    except Exception as err:  # the command's boundary: MLflow's and SQLAlchemy's errors, as one line
+    except store_errors() as err:  # the command's boundary: the store's errors, as one line
         raise BadInput(f"tracking store {scrub(client.tracking_uri)} failed: {describe(err)}") from None
 
 
@@ -254,7 +253,7 @@ def repair_main(argv: List[str]) -> int:
                                f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
                 client.set_terminated(run.info.run_id, status="KILLED",
                                       end_time=max(last_seen_ms, run.info.start_time))
-            except Exception as err:  # the command's boundary: a read-only or full store, as one line
+            except store_errors() as err:  # the command's boundary: a read-only or full store, as one line
                 print(f"harness repair: error: tracking store {scrub(client.tracking_uri)} refused marking {name}: "
                       f"{describe(err)}", file=sys.stderr)
                 return 2

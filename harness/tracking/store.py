@@ -7,7 +7,6 @@ the CLI creates the stores up front (`prepare_stores`), so an unreachable store 
 is submitted; jobs run on this machine create theirs when their tracker opens the run."""
 from __future__ import annotations
 
-import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,8 +14,10 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 from omegaconf import DictConfig
 
+from harness.infra.locks import locked
 from harness.tracking.outage import apply_client_defaults, describe, warn_once
 from harness.tracking.params import scrub
+from harness.tracking.ui import set_default_view
 
 LOCK_NAME = ".mlruns.lock"
 LOCAL_LAUNCHERS = ("local", "local_parallel")  # jobs run in this process or its workers
@@ -70,12 +71,8 @@ def artifact_root(cfg: DictConfig) -> Optional[str]:
 def folder_lock(folder: Path) -> Iterator[None]:
     """An exclusive lock on `<folder>/.mlruns.lock`, held across processes (and NFS nodes with lockd)."""
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_NAME, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locked(folder / LOCK_NAME):
+        yield
 
 
 def get_or_create_experiment(client, name: str, artifact_location: Optional[str]) -> str:
@@ -84,8 +81,6 @@ def get_or_create_experiment(client, name: str, artifact_location: Optional[str]
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
-    from harness.tracking.ui import set_default_view
-
     try:
         experiment_id = client.create_experiment(name, artifact_location=artifact_location)
     except MlflowException:  # created meanwhile by a writer on another node
@@ -141,6 +136,6 @@ def prepare_stores(configs: Iterable[DictConfig]) -> None:
         seen.add(key)
         try:
             ensure_experiment(cfg)
-        except Exception as err:  # an outage at start is not fatal: the runs spool and sync later
+        except Exception as err:  # a store fault never stops a launch: the runs spool and sync later
             warn_once(key[0], f"tracking store {scrub(key[0])} unreachable ({describe(err)}): runs go on and "
                               "record to their run folder's spool/ (upload later: python -m harness sync)")

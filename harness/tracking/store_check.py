@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import urlparse
 
-from harness.secrets import scrub
+from harness.infra.secrets import scrub
 
 PROBE_SECONDS = 5.0
 SQLITE_HEADER = b"SQLite format 3\x00"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from harness.secrets import MASK, scrub
+from harness.infra.secrets import MASK, scrub
 
 
 class UriNeeded(ValueError):

@@ -29,6 +29,8 @@ from typing import Dict, Optional
 
 from omegaconf import DictConfig
 
+from harness.infra.secrets import scrub
+
 log = logging.getLogger("harness")
 
 VIEW_KEY = "harness"
@@ -60,8 +62,7 @@ def runs_url(tracking_uri: str, experiment_id: str) -> Optional[str]:
     """The UI link of the experiment's runs table, for a tracking server (None for a local store)."""
     if not tracking_uri.startswith(("http://", "https://")):
         return None
-    from harness.secrets import scrub  # a link is printed: never with the URI's password
-
+    # a link is printed: never with the URI's password
     return f"{scrub(tracking_uri).rstrip('/')}/#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}&{TRAINING_MODE}"
 
 

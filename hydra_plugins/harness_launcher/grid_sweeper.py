@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose import expand_sweep
 from harness.config.errors import ConfigError
-from harness.refused import Refused
+from harness.infra.refused import Refused
 
 
 def _basic_sweeper_class() -> type:

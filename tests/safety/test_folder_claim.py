@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.claim import LOCK_FILE, claim, release
+from harness.infra.claim import LOCK_FILE, claim, release
 
 SWEEP = ("-m", "debug=quick", "trainer.steps=4", "trainer.prompts_per_step=2", "seed=1,2")
 
@@ -49,7 +49,7 @@ def test_second_sweep_on_the_same_folder_is_refused(run_harness, tmp_path):
 def test_second_run_on_the_same_folder_is_refused(run_harness, tmp_path):
     folder = tmp_path / "shared_run"
     holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.claim import claim; import time\n"
+                               "from harness.infra.claim import claim; import time\n"
                                f"claim({str(folder)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -67,7 +67,7 @@ def test_second_run_on_the_same_folder_is_refused(run_harness, tmp_path):
 def test_a_claim_is_exclusive_between_processes(tmp_path):
     claim(tmp_path, "folder")
     try:
-        code = ("import sys\nfrom harness.claim import claim, FolderInUse\n"
+        code = ("import sys\nfrom harness.infra.claim import claim, FolderInUse\n"
                 f"try:\n    claim({str(tmp_path)!r})\nexcept FolderInUse as err:\n    print(err); sys.exit(3)\n")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert proc.returncode == 3 and f"pid {os.getpid()}" in proc.stdout

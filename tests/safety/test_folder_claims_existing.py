@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.claim import LOCK_FILE
+from harness.infra.claim import LOCK_FILE
 
 QUICK = ("debug=quick", "trainer.steps=2", "trainer.checkpoint_every=1", "trainer.eval_every=2")
 
@@ -40,7 +40,7 @@ def test_a_finished_run_folder_is_never_written_again(run_harness, tmp_path):
 
     # resuming it while a process holds its folder (a run still training)
     holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.claim import claim; import time\n"
+                               "from harness.infra.claim import claim; import time\n"
                                f"claim({str(run)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from harness.code_version import code_version
+from harness.infra.code_version import code_version
 
 RUN = ("debug=quick", "trainer.steps=1", "trainer.prompts_per_step=2")
 

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.claim import claim, release
-from harness.run_record import run_id_of
+from harness.infra.claim import claim, release
+from harness.infra.run_record import run_id_of
 
 
 def test_a_job_lost_from_the_store_is_named_by_report_and_sync(run_harness, tmp_path):
@@ -45,7 +45,7 @@ def test_repair_never_kills_a_run_alive_on_this_host(tmp_path):
     run = client.create_run(experiment, run_name="live", tags={
         "harness.host": socket.gethostname(), "harness.run_dir": str(folder), "harness.heartbeat": an_hour_ago})
     holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.claim import claim; import time\n"
+                               "from harness.infra.claim import claim; import time\n"
                                f"claim({str(folder)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     tool = [sys.executable, "-m", "harness"]

@@ -12,7 +12,8 @@ from mlflow.tracking import MlflowClient
 
 from harness.tracking.spool import Spool
 from harness.tracking.store import get_or_create_experiment
-from harness.tracking.tracker import MlflowTracker, RunSpec, metrics_interval
+from harness.tracking.metric_batches import metrics_interval
+from harness.tracking.tracker import MlflowTracker, RunSpec
 
 
 def _tracker(tmp_path, uri):

@@ -68,7 +68,7 @@ def build(data: SweepData, page: Page) -> None:
 
 
 def code_of(run) -> str:
-    """The code version a run was made with (harness/code_version.py), else its git commit, if recorded."""
+    """The code version a run was made with (harness/infra/code_version.py), else its git commit, if recorded."""
     return run.tags.get("harness.code_version") or run.tags.get("git.commit", "")[:12]
 
 

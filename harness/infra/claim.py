@@ -1,15 +1,16 @@
-"""Claiming a run or sweep folder for one process: an exclusive `flock` on `<folder>/.harness.lock`, held
-until the claim is released or the process ends. The kernel drops the lock of a process that dies (even
-by SIGKILL), so no stale claim is left; the file says who holds it. Imports nothing from harness."""
+"""Claiming a run or sweep folder for one process: an exclusive lock (`harness.infra.locks`) on
+`<folder>/.harness.lock`, held until the claim is released or the process ends. The kernel drops the lock
+of a process that dies (even by SIGKILL), so no stale claim is left; the file says who holds it."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import socket
 import time
 from pathlib import Path
 from typing import Dict, Optional
+
+from harness.infra.locks import LockHeld, is_locked, lock, open_lock_file, unlock
 
 LOCK_FILE = ".harness.lock"
 _HELD: Dict[str, int] = {}  # folder -> descriptor holding its lock (a process may claim again what it holds)
@@ -34,10 +35,10 @@ def claim(folder: Path, what: str = "folder") -> None:
     if str(folder) in _HELD:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock_file(folder / LOCK_FILE, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        lock(fd, blocking=False)
+    except LockHeld:
         holder = _holder(fd)
         os.close(fd)
         raise FolderInUse(f"{what} {folder} is in use by {holder}: wait for it to end, or choose another "
@@ -57,16 +58,13 @@ def held_by(folder: Path) -> Optional[str]:
     except OSError:  # no lock file: never claimed
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return _holder(fd)
+        return _holder(fd) if is_locked(fd) else None
     finally:
-        os.close(fd)  # (closing drops a shared lock taken here)
-    return None
+        os.close(fd)
 
 
 def release(folder: Path) -> None:
     fd = _HELD.pop(str(Path(folder).expanduser().resolve()), None)
     if fd is not None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        unlock(fd)
         os.close(fd)

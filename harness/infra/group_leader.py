@@ -1,4 +1,4 @@
-"""`python -m harness.group_leader CMD ...`: run CMD inside this process's group and take the whole group
+"""`python -m harness.infra.group_leader CMD ...`: run CMD inside this process's group and take the whole group
 down (CMD's own children too) when this process is told to stop, by its parent or by the kernel.
 
 `harness server` starts `mlflow server` through it, in a new session, with PR_SET_PDEATHSIG: the kernel

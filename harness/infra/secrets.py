@@ -6,6 +6,7 @@ value of every environment variable named like one wherever it appears (so `${oc
 into an innocent key is masked too), and the password of a URI (`http://user:***@host`)."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any, Iterable, List
@@ -88,8 +89,6 @@ def mask_tree(node: Any, name: str = "") -> Any:
 def mask_log_records() -> None:
     """Mask every log record of this process from now on (Hydra's own "#0 : overrides" lines included),
     whatever handlers or formats later logging configurations install. Idempotent."""
-    import logging
-
     previous = logging.getLogRecordFactory()
     if getattr(previous, "masks_secrets", False):
         return
@@ -98,7 +97,7 @@ def mask_log_records() -> None:
         record = previous(*args, **kwargs)
         try:
             message = record.getMessage()
-        except Exception:  # a malformed record is logging's to report, unchanged
+        except Exception:  # inside every logging call: a record that fails to format is logging's to report
             return record
         masked = " ".join(safe_run_name(word) if "=" in word else word for word in scrub(message).split(" "))
         if masked != message:
