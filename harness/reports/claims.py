@@ -12,11 +12,12 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from harness.reports import decisions, preconditions, robust
+from harness.reports import decisions, preconditions
+from harness.stats import robust
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
-from harness.reports.stats import Interval, t_interval
+from harness.stats.intervals import Interval, t_interval
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 NOT_TESTABLE = preconditions.NOT_TESTABLE

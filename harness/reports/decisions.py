@@ -1,4 +1,4 @@
-"""The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see harness/sweeps/design.py),
+"""The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see harness/stats/design.py),
 evaluated on its runs: one row per test, the headline figure of paired differences with their intervals,
 and the claim's verdict. Every report that decides something (the claim kinds, `decisions`) goes through
 here, so they share one statistics core (`inference.py`) and one set of words.
@@ -15,12 +15,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import inference, pilot, plots, preconditions
+from harness.reports import pilot, plots, preconditions
+from harness.stats import inference
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.reports.sequential import level
+from harness.stats.sequential import level
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
@@ -65,7 +66,7 @@ def spec_for(data: SweepData, default: Optional[str] = None):
 
 
 def jobs_per_seed(spec) -> int:
-    from harness.sweeps.design import runs_per_seed
+    from harness.stats.design import runs_per_seed
 
     return runs_per_seed(spec.grids)
 
@@ -185,7 +186,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
               f"{design.power:g}, outcome window last_k = {design.last_k} evaluations"
               + (f"; seeds: auto, budget {_budget(design)}, α spent per look by an O'Brien–Fleming-type "
-                 "Lan–DeMets function (harness/reports/sequential.py)." if design.adaptive else "."), "method")
+                 "Lan–DeMets function (harness/stats/sequential.py)." if design.adaptive else "."), "method")
     rows = []
     for o in outcomes:
         d, t = o.decision, o.test

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.reports.collapse import EVAL_WINDOW, Collapse, detect_collapse
+from harness.stats.collapse import EVAL_WINDOW, Collapse, detect_collapse
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.thresholds import SYMBOLS
 

@@ -25,7 +25,7 @@ from typing import Callable, List, Optional
 import yaml
 
 from harness.reports import pilot, preconditions
-from harness.reports.sequential import level, looks
+from harness.stats.sequential import level, looks
 from harness.sweeps.spec import SweepSpec
 
 

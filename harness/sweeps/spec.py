@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 from harness.config.names import did_you_mean
 from harness.resources import available, search_dirs
-from harness.sweeps.design import Design
+from harness.stats.design import Design
 from harness.sweeps.hydra_values import override
 from harness.sweeps.sweep_file import read_sweep_file, resolve_path
 

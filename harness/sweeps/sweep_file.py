@@ -15,7 +15,7 @@ import yaml
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.sweeps.design import parse_design
+from harness.stats.design import parse_design
 from harness.sweeps.hydra_values import override
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

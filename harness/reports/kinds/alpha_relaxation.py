@@ -13,7 +13,7 @@ from harness.reports.data import Run, SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import shades
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
+from harness.stats.intervals import t_interval
 from harness.reports.summary import EVAL, summarize, variants, window_mean
 
 LOWPROB = "objective/lowprob_masked_frac"

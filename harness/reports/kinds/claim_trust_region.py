@@ -10,7 +10,7 @@ from harness.reports.data import SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
+from harness.stats.intervals import t_interval
 from harness.reports.outcomes import per_seed
 
 OBJECTIVES = ("pg_is", "cispo", "dppo")

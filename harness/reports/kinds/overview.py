@@ -6,7 +6,7 @@ from typing import Optional
 import numpy as np
 
 from harness.reports import plots
-from harness.reports.collapse import DROP, EVAL_WINDOW
+from harness.stats.collapse import DROP, EVAL_WINDOW
 from harness.reports.data import SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import colour

@@ -13,7 +13,7 @@ from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour, shades
 from harness.reports.outcomes import per_seed
 from harness.reports.registry import ReportKind
-from harness.reports.stats import T_METHOD, t_interval
+from harness.stats.intervals import T_METHOD, t_interval
 from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
 

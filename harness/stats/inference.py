@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import robust
+from harness.stats import robust
 
 HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
 METHODS = ("t", "exact")
