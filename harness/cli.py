@@ -283,7 +283,7 @@ def _harness_flags(argv: List[str]) -> tuple[List[str], List[str]]:
 
 def _check_cluster(configs) -> None:
     """Things only the cluster can answer, asked before anything is submitted."""
-    from harness.launchers.profiles import check_partition, profile_for
+    from harness.config.profiles import check_partition, profile_for
 
     for partition in sorted({profile_for(c.launcher).partition
                              for c in configs if c.launcher.name == "slurm"} - {None}):

@@ -170,7 +170,7 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
     """End a started run truthfully: FINISHED (err None), PRUNED, KILLED (Ctrl-C / SIGTERM: the caller
     re-raises) or FAILED (any other error: the sweep goes on). Records the JobResult and returns it."""
     from harness.secrets import scrub
-    from harness.sweeps.pruning import Pruned
+    from harness.trainers.pruning import Pruned
 
     result, name, tracker, run_dir = run.result, run.name, run.tracker, run.run_dir
     try:

@@ -195,7 +195,7 @@ def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
 
 def _optuna_preflight(jobs: List[List[str]], first: DictConfig) -> List[Job]:
     """Optuna searches what `hydra.sweeper.params` names; every edge of that space must be a valid run."""
-    from harness.sweeps.search_space import parse_space
+    from harness.config.search_space import parse_space
 
     if len(jobs) > 1:
         raise ConfigError("with sweeper=optuna, put every dimension in hydra.sweeper.params "

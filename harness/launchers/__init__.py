@@ -3,4 +3,4 @@ local (Hydra's basic launcher, in this process), local_parallel, submitit_local,
 Hydra finds the launcher classes through `hydra_plugins.harness_launcher`."""
 from __future__ import annotations
 
-LAUNCHERS = ("local", "local_parallel", "submitit_local", "slurm")
+from harness.config.names import LAUNCHERS  # noqa: F401  (the names live with the other names a user types)

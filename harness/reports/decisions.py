@@ -50,7 +50,7 @@ class Outcome:
 
 def spec_for(data: SweepData, default: Optional[str] = None):
     """The named sweep's spec: from the sweep folder (<root>/multirun/<name>/<stamp>), else `default`."""
-    from harness.sweeps.spec import load_sweep
+    from harness.reports.sweep_spec import load_sweep
 
     names = []
     if data.sweep_dir is not None and data.sweep_dir.parent.parent.name == "multirun":

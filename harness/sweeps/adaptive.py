@@ -26,7 +26,7 @@ import yaml
 
 from harness.reports import pilot, preconditions
 from harness.stats.sequential import level, looks
-from harness.sweeps.spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec
 
 
 def decided(outcomes) -> bool:

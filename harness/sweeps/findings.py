@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import List
 
 from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
-from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
+from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from harness.sweeps.spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec
 
 FINDINGS_NAME = "FINDINGS.md"
 VERDICT_LINE = re.compile(r"^\*\*Verdict: (?P<word>reproduced|not reproduced|inconclusive|not testable here) — (?P<reason>.*)\*\*$")

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from harness.sweeps.spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec
 
 
 def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:

@@ -16,8 +16,8 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from harness.sweeps.pruning import make_pruner
-from harness.sweeps.search_space import parse_space
+from harness.trainers.pruning import make_pruner
+from harness.config.search_space import parse_space
 
 log = logging.getLogger("harness")
 

@@ -87,7 +87,7 @@ def test_a_worker_takes_its_jobs_config_from_the_preflight(tmp_path, monkeypatch
 def test_a_named_sweep_hands_its_jobs_to_each_multirun(tmp_path, monkeypatch):
     from harness.config.composed import PREFLIGHTED_ENV, handed_over, save_jobs
     from harness.sweeps.grid_runs import _grid_argv, prepare_jobs
-    from harness.sweeps.spec import load_sweep
+    from harness.reports.sweep_spec import load_sweep
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
     sweeps = tmp_path / "sweeps"

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.sweeps.spec import load_sweep
+from harness.reports.sweep_spec import load_sweep
 
 BASE = """
 hypothesis: h

@@ -12,7 +12,7 @@ from harness.reports import pilot
 from harness.stats import inference
 from harness.reports.data import Run, SweepData
 from harness.reports.decisions import evaluate
-from harness.sweeps.spec import load_sweep
+from harness.reports.sweep_spec import load_sweep
 
 DESIGN = """
 hypothesis: drpo ends above dppo

@@ -32,7 +32,7 @@ from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import cache_folder, warm_start
-from harness.sweeps.pruning import pruning_hook
+from harness.trainers.pruning import pruning_hook
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 
 log = logging.getLogger("harness")

@@ -9,7 +9,7 @@ from typing import Dict
 
 from omegaconf import DictConfig
 
-from harness.sweeps.pruning import pruning_hook
+from harness.trainers.pruning import pruning_hook
 from harness.trainers.ensemble import loop
 from harness.trainers.ensemble.trainer import EnsembleTrainer, stackable
 

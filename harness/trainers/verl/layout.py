@@ -57,7 +57,7 @@ PRECISIONS: Dict[str, Precision] = {
 def cluster(cfg, options: VerlOptions) -> Cluster:
     """Slurm runs: the allocation the launcher profile asks for; local runs: this machine."""
     if cfg.launcher.name in CLUSTER_LAUNCHERS:
-        from harness.launchers.profiles import profile_for
+        from harness.config.profiles import profile_for
 
         profile = profile_for(cfg.launcher)
         shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}",

@@ -37,7 +37,7 @@ def interpreter(path: str) -> str:
 
 def site(cfg, options: VerlOptions) -> Site:
     if cfg.launcher.name in CLUSTER_LAUNCHERS:
-        from harness.launchers.profiles import profile_for
+        from harness.config.profiles import profile_for
 
         profile = profile_for(cfg.launcher)
         name = f"launcher profile {cfg.launcher.get('profile') or 'test_cluster'!r}"

@@ -16,7 +16,7 @@ from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.stats.design import parse_design
-from harness.sweeps.hydra_values import override
+from harness.config.hydra_values import override
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 AXIS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -43,7 +43,7 @@ class TestFile:
 
 @dataclass
 class SweepFile:
-    """The keys a sweep file may hold and their types; what each means is in harness/sweeps/spec.py and
+    """The keys a sweep file may hold and their types; what each means is in harness/reports/sweep_spec.py and
     design.py (which check the values' ranges)."""
     hypothesis: str = MISSING
     reports: List[str] = MISSING

@@ -11,8 +11,8 @@ from typing import Any, Dict, List
 from harness.config.names import did_you_mean
 from harness.resources import available, search_dirs
 from harness.stats.design import Design
-from harness.sweeps.hydra_values import override
-from harness.sweeps.sweep_file import read_sweep_file, resolve_path
+from harness.config.hydra_values import override
+from harness.reports.sweep_file import read_sweep_file, resolve_path
 
 
 @dataclass
