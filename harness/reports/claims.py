@@ -18,6 +18,7 @@ from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
 from harness.stats.intervals import Interval, t_interval
+from harness.reports.summary import summarize
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 NOT_TESTABLE = preconditions.NOT_TESTABLE
@@ -52,8 +53,6 @@ def fmt_interval(ci: Interval, digits: int = 3) -> str:
 def describe(data: SweepData, page: Page, groups: Dict[str, List[Run]], measures: Sequence[str], k: int,
              heading: str, label: str = "group") -> None:
     """One row per group: runs, finished, collapsed, and each measure's mean [95% CI] over seeds."""
-    from harness.reports.summary import summarize
-
     rows = []
     for name, members in groups.items():
         collapsed = sum(summarize(data, r).collapse is not None for r in members)

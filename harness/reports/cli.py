@@ -8,6 +8,12 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.config.names import did_you_mean
+from harness.folder_claims import check_report_out
+from harness.reports.build import build_reports
+from harness.reports.locate import TargetError, default_root, job_dirs, resolve, sweep_folders
+from harness.reports.registry import get_kind, list_kinds
+from harness.tracking.outage import apply_client_defaults
+from harness.tracking.store_check import check_store
 
 EXIT_BAD_INPUT, EXIT_REPORT_FAILED = 2, 1
 
@@ -56,8 +62,6 @@ def _kinds(values: Optional[List[str]], known: List[str]) -> Optional[List[str]]
 
 def _list_sweeps() -> int:
     """`report` without a target: the sweeps under the output root and their reports index."""
-    from harness.reports.locate import default_root, sweep_folders
-
     root = default_root()
     sweeps = sweep_folders(root)
     if not sweeps:
@@ -74,8 +78,6 @@ def _list_sweeps() -> int:
 
 def _check_folder(target: str) -> None:
     """A folder given as the target must be a sweep's (or a run's): reports are never written into another."""
-    from harness.reports.locate import TargetError, job_dirs
-
     folder = Path(target).expanduser()
     if not folder.is_dir():
         return
@@ -87,8 +89,6 @@ def _check_folder(target: str) -> None:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from harness.reports.registry import get_kind, list_kinds
-
     known = list_kinds()
     args = _parser(known).parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.list:
@@ -102,11 +102,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_BAD_INPUT
     if not args.target:
         return _list_sweeps()
-    from harness.folder_claims import check_report_out
-    from harness.tracking.outage import apply_client_defaults
-    from harness.tracking.store_check import check_store
-    from harness.reports.build import build_reports
-    from harness.reports.locate import TargetError, resolve
 
     apply_client_defaults()  # short HTTP retries and timeout against a store that is down
     try:

@@ -22,6 +22,8 @@ from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
 from harness.stats.sequential import level
+from harness.reports.sweep_spec import load_sweep
+from harness.stats.design import runs_per_seed
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
@@ -50,8 +52,6 @@ class Outcome:
 
 def spec_for(data: SweepData, default: Optional[str] = None):
     """The named sweep's spec: from the sweep folder (<root>/multirun/<name>/<stamp>), else `default`."""
-    from harness.reports.sweep_spec import load_sweep
-
     names = []
     if data.sweep_dir is not None and data.sweep_dir.parent.parent.name == "multirun":
         names.append(data.sweep_dir.parent.name)
@@ -66,8 +66,6 @@ def spec_for(data: SweepData, default: Optional[str] = None):
 
 
 def jobs_per_seed(spec) -> int:
-    from harness.stats.design import runs_per_seed
-
     return runs_per_seed(spec.grids)
 
 

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 from harness.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
+from harness.reports.history_sql import sqlite_path
 
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -176,8 +177,6 @@ def resolve(arg: str, tracking_uri: Optional[str] = None, experiment: Optional[s
 
 
 def _check_store(uri: str, arg: str) -> None:
-    from harness.reports.history_sql import sqlite_path
-
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
         raise TargetError(f"no sweep folder for {arg!r} under {default_root()} and no MLflow store at {db}; "

@@ -15,6 +15,7 @@ import numpy as np
 from harness.stats.collapse import EVAL_WINDOW
 from harness.reports.data import Run, SweepData
 from harness.stats.measures import MEASURES as MEASURE_INFO
+from harness.reports.summary import summarize
 
 LAST_K = EVAL_WINDOW
 EVAL = "eval/accuracy"
@@ -76,8 +77,6 @@ def _log_growth(data, run, k):
 
 
 def _collapsed(data, run, k):
-    from harness.reports.summary import summarize
-
     return float(summarize(data, run).collapse is not None)
 
 

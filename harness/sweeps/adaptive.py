@@ -27,6 +27,10 @@ import yaml
 from harness.reports import pilot, preconditions
 from harness.stats.sequential import level, looks
 from harness.reports.sweep_spec import SweepSpec
+from harness.reports.collect import collect
+from harness.reports.locate import from_sweep_dir
+from harness.sweeps import grid_runs
+from harness.reports.decisions import evaluate, jobs_per_seed
 
 
 def decided(outcomes) -> bool:
@@ -57,10 +61,6 @@ def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[s
 def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
     why the main runs are refused or None)."""
-    from harness.reports.collect import collect
-    from harness.reports.locate import from_sweep_dir
-    from harness.sweeps import grid_runs
-
     design = spec.design
     seeds = ",".join(map(str, design.pilot.seeds))
     _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
@@ -79,11 +79,6 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                  clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
-    from harness.reports.collect import collect
-    from harness.reports.decisions import evaluate, jobs_per_seed
-    from harness.reports.locate import from_sweep_dir
-    from harness.sweeps import grid_runs
-
     design, budget = spec.design, spec.design.budget
     per_seed = jobs_per_seed(spec)
     cap = design.max_seeds(per_seed)

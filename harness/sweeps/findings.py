@@ -18,6 +18,9 @@ from typing import List
 
 from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
 from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
+from harness.config.validate import ConfigError
+from harness.sweeps import grid_runs
+from harness.sweeps.adaptive import run_adaptive
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2
@@ -59,9 +62,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: List[str]) -> int:
-    from harness.config.validate import ConfigError
-    from harness.sweeps import grid_runs
-
     args = _parser().parse_args(argv)
     specs = claim_sweeps()
     if args.only:
@@ -97,8 +97,6 @@ def main(argv: List[str]) -> int:
         print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
         began = time.time()
         if spec.design.adaptive:
-            from harness.sweeps.adaptive import run_adaptive
-
             code = run_adaptive(spec, sweep_dir, user, flags)
         else:
             code = grid_runs.run(spec, sweep_dir, grids, flags, jobs)

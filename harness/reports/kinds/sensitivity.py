@@ -16,6 +16,7 @@ from harness.reports.registry import ReportKind
 from harness.stats.intervals import T_METHOD, t_interval
 from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
+from harness.reports.decisions import spec_for
 
 MARKERS = "osD^v<>"
 
@@ -42,8 +43,6 @@ def needs(data: SweepData) -> Optional[str]:
 
 def design_of(data: SweepData) -> Tuple[float, float, float, int]:
     """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults."""
-    from harness.reports.decisions import spec_for
-
     spec = spec_for(data)
     if spec is None:
         return threshold_effect.DEFAULT_SESOI, 0.05, 0.8, LAST_K
@@ -65,8 +64,6 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
 def missing_seeds_command(data: SweepData, want: int) -> str:
     """The command that runs `want` fresh seeds of this sweep (the named sweep's, else its own overrides), after
     every seed already run: a new design reported on its own, which never tests the seeds tested here again."""
-    from harness.reports.decisions import spec_for
-
     first = 1 + max((int(r.seed) for r in data.runs if str(r.seed).lstrip("-").isdigit()), default=-1)
     seeds = f"'seed=range({first},{first + want})'"
     spec = spec_for(data)

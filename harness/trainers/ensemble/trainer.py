@@ -34,6 +34,7 @@ from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
+from harness.trainers.builtin import fast_decode
 
 log = logging.getLogger("harness")
 EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking
@@ -44,7 +45,6 @@ def stackable(cfg: DictConfig) -> bool:
     a `model.path` checkpoint may be another architecture)."""
     if cfg.model.get("path") is None:
         return True
-    from harness.trainers.builtin import fast_decode
 
     return fast_decode.supports(build_model(cfg.model, vocab_size=len(build_tokenizer()), seed=0))
 

@@ -15,6 +15,7 @@ from harness.trainers.verl.options import VerlOptions
 from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset, parse_hub_ref
 from harness.trainers.verl.site import CLUSTER_LAUNCHERS, site
 from harness.trainers.verl.staging import staged_model, staged_source
+from harness.config.profiles import profile_for
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,6 @@ PRECISIONS: Dict[str, Precision] = {
 def cluster(cfg, options: VerlOptions) -> Cluster:
     """Slurm runs: the allocation the launcher profile asks for; local runs: this machine."""
     if cfg.launcher.name in CLUSTER_LAUNCHERS:
-        from harness.config.profiles import profile_for
-
         profile = profile_for(cfg.launcher)
         shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}",
                         profile.cpus_per_task, profile.mem_gb)

@@ -20,6 +20,11 @@ from typing import Dict, List, Optional, Tuple
 
 from harness.trainers.verl.presets import parse_hub_ref
 from harness.trainers.verl.staging import read_manifest, slug, write_manifest
+from harness.config.compose import compose, expand_sweep
+from harness.trainers.verl import layout
+from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.site import site
+from harness.config.validate import ConfigError
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -32,11 +37,6 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
 
 def wanted(overrides: List[str]) -> Tuple[List[str], List[str], Optional[Path]]:
     """(model references, dataset references, the profile's stage folder) of every job of the overrides."""
-    from harness.config.compose import compose, expand_sweep
-    from harness.trainers.verl import layout
-    from harness.trainers.verl.options import verl_options
-    from harness.trainers.verl.site import site
-
     models, datasets, stage_dir = [], [], None
     for job in expand_sweep(overrides):
         cfg = compose(job)
@@ -119,7 +119,6 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--from", dest="mirror", help="copy hub references from this local mirror (<org>/<name>)")
     parser.add_argument("overrides", nargs="*", help="the run's or sweep's overrides (trainer=verl ...)")
     args = parser.parse_args(argv)
-    from harness.config.validate import ConfigError
 
     try:
         models, datasets, profile_dir = wanted(args.overrides)
