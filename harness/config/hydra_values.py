@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hydra.errors import OverrideParseException
+
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _KEYWORDS = {"null", "true", "false", "inf", "nan"}
 
@@ -29,7 +31,7 @@ def override(key: str, value: Any) -> str:
     try:
         parsed, = OverridesParser.create().parse_overrides([item])
         read_back = parsed.value()
-    except Exception:  # Hydra's OverrideParseException
+    except OverrideParseException:
         raise ValueError(f"{value!r} cannot be given to Hydra as one value") from None
     if parsed.is_sweep_override() or read_back != value or type(read_back) is not type(value):
         raise ValueError(f"{value!r} cannot be given to Hydra as one value")

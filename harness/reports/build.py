@@ -67,7 +67,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     for name in default_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
-        except Exception as err:  # one broken report must not cost the others
+        except Exception as err:  # boundary of each kind's code: one broken report must not cost the others
             result.failed[name] = f"{type(err).__name__}: {err}"
             log.warning("report %s failed: %s\n%s", name, err, traceback.format_exc())
             continue
@@ -128,7 +128,7 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         target = from_sweep_dir(sweep_dir, tracking_uri)
         try:
             result = build_reports(target, kinds)
-        except Exception as err:  # store unreachable, no such experiment...: fall back to the job folders
+        except Exception as err:  # boundary of the store (MLflow, HTTP, SQL: any failure): read the job folders
 
             log.warning("reports: MLflow not readable for %s (%s); using the job folders", sweep_dir, err)
             data = collect_local(sweep_dir, target.sweep_id or "")
@@ -137,7 +137,7 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         for name, error in result.failed.items():
             log.warning("report %s of %s failed: %s", name, sweep_dir, error)
         return result.paths
-    except Exception as err:
+    except Exception as err:  # the sweep-end callback: a report problem must never fail a finished sweep
         log.warning("reports for %s not built: %s\n%s", sweep_dir, err, traceback.format_exc())
         return []
 

@@ -13,6 +13,8 @@ from typing import Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from harness.reports import decisions, preconditions
+from harness.reports.decisions import VERDICT_PREFIX
+from harness.stats.inference import NOT_TESTABLE
 from harness.stats import robust
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
@@ -21,8 +23,6 @@ from harness.stats.intervals import Interval, t_interval
 from harness.reports.summary import summarize
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-NOT_TESTABLE = preconditions.NOT_TESTABLE
-VERDICT_PREFIX = decisions.VERDICT_PREFIX
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 
 

@@ -174,9 +174,9 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                      "yes" if c.passed else "no"] for c in checked])
         refused = preconditions.failed(checked)
         if refused:
-            page.text(f"{VERDICT_PREFIX}{preconditions.NOT_TESTABLE} — {refused}; the declared tests are not "
+            page.text(f"{VERDICT_PREFIX}{inference.NOT_TESTABLE} — {refused}; the declared tests are not "
                       "read", "verdict")
-            return preconditions.NOT_TESTABLE
+            return inference.NOT_TESTABLE
     if design.pilot:
         pilot.write_section(page, data, spec)
     outcomes = evaluate(data, spec)

@@ -17,7 +17,6 @@ from harness.reports.arms import matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import per_seed
 
-NOT_TESTABLE = "not testable here"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
+from hydra.errors import OverrideParseException
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -272,7 +273,7 @@ def _check_overrides(reader: _Reader, overrides: List[str]) -> None:
         where = f"overrides[{index}]"
         try:
             parsed, = parser.parse_overrides([str(item)])
-        except Exception as err:  # Hydra's OverrideParseException: several lines
+        except OverrideParseException as err:  # several lines
             raise reader.error(where, f"{item!r} is not a Hydra override ({str(err).splitlines()[0]})") from None
         if parsed.is_sweep_override():
             raise reader.error(where, f"{item!r} sweeps several values; put sweep axes in a grid")

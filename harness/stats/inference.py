@@ -32,6 +32,8 @@ from harness.stats import robust
 HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
 METHODS = ("t", "exact")
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
+NOT_TESTABLE = "not testable here"  # a failed precondition: the tests are not read
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
 MAX_SEEDS_SEARCHED = 10000
 
 

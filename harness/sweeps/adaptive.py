@@ -25,12 +25,13 @@ from typing import Callable, List, Optional
 import yaml
 
 from harness.reports import pilot, preconditions
-from harness.stats.sequential import level, looks
-from harness.reports.sweep_spec import SweepSpec
 from harness.reports.collect import collect
-from harness.reports.locate import from_sweep_dir
-from harness.sweeps import grid_runs
 from harness.reports.decisions import evaluate, jobs_per_seed
+from harness.reports.locate import from_sweep_dir
+from harness.reports.sweep_spec import SweepSpec
+from harness.stats.inference import NOT_TESTABLE
+from harness.stats.sequential import level, looks
+from harness.sweeps import grid_runs
 
 
 def decided(outcomes) -> bool:
@@ -115,11 +116,11 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             data = collect(from_sweep_dir(sweep_dir, store))
             refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
             outcomes = [] if refused else evaluate(data, spec)
-        except Exception as err:  # no data yet (every run failed): keep going while budget remains
+        except Exception as err:  # the study's driver loop: no data yet (every run failed) must not end it
             print(f"harness: warning: sweep {spec.name}: tests not evaluated after round {j + 1}: {err}")
             continue
         if refused:  # the regime cannot show the claim: more seeds of it would be spent on nothing
-            stop = f"{preconditions.NOT_TESTABLE} at {n} seeds per arm — {refused}"
+            stop = f"{NOT_TESTABLE} at {n} seeds per arm — {refused}"
             break
         for o in outcomes:
             print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}"

@@ -77,7 +77,7 @@ def build(data: SweepData, page: Page) -> None:
                 x0, y0 = j * (1 + GAP), (len(entries) - 1 - i) * (1 + GAP)
                 try:
                     weight = cached_grid(objective, sign, params, GRID, partial(_grid, objective, sign, params))
-                except Exception as err:  # a parameter set the library refuses: say so on the panel
+                except ValueError as err:  # a parameter set the library refuses: say so on the panel
                     page.missing(f"{label}: weight grid not computable ({err}).")
                     ax.text(x0 + 0.5, y0 + 0.5, "not computable", ha="center", va="center")
                     continue

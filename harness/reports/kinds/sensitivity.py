@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from harness.config.yaml_errors import YAML_READ_ERRORS
 from harness.reports import plots, threshold_effect
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.page import Page
@@ -83,7 +84,7 @@ def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
 
     try:
         task = OmegaConf.load(data.sweep_dir / "multirun.yaml").hydra.overrides.task
-    except Exception:  # an unreadable or foreign multirun.yaml: no command rather than a wrong one
+    except YAML_READ_ERRORS:  # an unreadable or foreign multirun.yaml: no command rather than a wrong one
         return None
     return [str(o) for o in task]
 

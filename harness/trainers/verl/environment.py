@@ -39,7 +39,7 @@ for name in ("verl", "ray"):
     try:
         module = __import__(name)
         out[name] = getattr(module, "__version__", None) or metadata.version(name)
-    except Exception as err:
+    except Exception as err:  # a probe of a broken install (any error on import): reported, not raised
         out[name + "_error"] = f"{type(err).__name__}: {err}".splitlines()[0]
 try:
     out["ray_requirement"] = next((r.split(";")[0].strip() for r in metadata.requires("verl") or []

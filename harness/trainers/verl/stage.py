@@ -132,7 +132,7 @@ def main(argv: List[str]) -> int:
         return _fail(f"--from {args.mirror!r} is not a folder")
     try:
         report = stage(models, datasets, target, mirror)
-    except Exception as err:  # a download or copy failed: what was staged so far is kept in the manifest
+    except Exception as err:  # the command's boundary: a download or copy failed; what was staged is kept
         return _fail(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", EXIT_FAILED)
     for ref, what in report.items():
         print(f"{ref}: {what}")
