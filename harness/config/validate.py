@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.algorithms import specs
+from harness.algorithms.names import ADVANTAGE_ESTIMATORS, LOSS_AGG_MODES
 from harness.algorithms.params import ANCHORS
 from harness.config.errors import ConfigError
 from harness.config.memory import check_builtin_memory
@@ -25,8 +26,6 @@ from harness.secrets import scrub
 URI_ENV = "MLFLOW_TRACKING_URI"
 
 ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
-ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
-ALLOWED_LOSS_AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 SEED_KEYS = ("seed", "dataset.seed", "trainer.warmstart.seed")
 SEED_LIMIT = 2**64  # torch.manual_seed takes at most 64 bits
 # The eval set and a fixed train pool are drawn before the run (and by the preflight's task check): sizes a
@@ -65,8 +64,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     _check(cfg, f"{t}.grad_clip", _positive, "must be > 0")
     _check(cfg, f"{t}.temperature", _positive, "must be > 0")
     _check(cfg, f"{t}.max_new_tokens", lambda v: v is None or v >= 1, "null (auto) or an integer >= 1")
-    _check(cfg, f"{t}.advantage", lambda v: v in ALLOWED_ADVANTAGES, f"one of {', '.join(ALLOWED_ADVANTAGES)}")
-    _check(cfg, f"{t}.loss_agg", lambda v: v in ALLOWED_LOSS_AGG, f"one of {', '.join(ALLOWED_LOSS_AGG)}")
+    _check(cfg, f"{t}.advantage", lambda v: v in ADVANTAGE_ESTIMATORS, f"one of {', '.join(ADVANTAGE_ESTIMATORS)}")
+    _check(cfg, f"{t}.loss_agg", lambda v: v in LOSS_AGG_MODES, f"one of {', '.join(LOSS_AGG_MODES)}")
     _check(cfg, f"{t}.warmstart.steps", lambda v: v >= 0, "must be an integer >= 0")
     _check(cfg, f"{t}.warmstart.batch_size", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, f"{t}.warmstart.lr", _positive, "must be > 0")

@@ -13,12 +13,11 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from harness.stats.collapse import EVAL_WINDOW
-from harness.reports.data import Run, SweepData
+from harness.reports.data import EVAL, Run, SweepData
 from harness.stats.measures import MEASURES as MEASURE_INFO
 from harness.reports.summary import summarize
 
 LAST_K = EVAL_WINDOW
-EVAL = "eval/accuracy"
 TAIL = 0.1  # fraction of steps in "the last 10% of steps"
 
 
