@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from harness.reports.artifacts import log_to_parent
+from harness.reports.collect import collect
 from harness.reports.data import SweepData
+from harness.reports.local import collect_local
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
-from harness.secrets import scrub
 from harness.reports.page import HTML_NAME, MD_NAME, Page, _template
 from harness.reports.registry import default_kinds, get_kind, list_kinds
-from harness.reports.collect import collect
-from harness.reports.local import collect_local
+from harness.secrets import scrub
 
 log = logging.getLogger("harness")
 

@@ -16,14 +16,14 @@ import numpy as np
 from scipy import stats
 
 from harness.reports import pilot, plots, preconditions
-from harness.stats import inference
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.stats.sequential import level
 from harness.reports.sweep_spec import load_sweep
+from harness.stats import inference
 from harness.stats.design import runs_per_seed
+from harness.stats.sequential import level
 
 VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "

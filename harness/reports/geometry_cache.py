@@ -11,8 +11,8 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from harness.disk_cache import cache_folder, read_entry, write_entry
 import harness.algorithms
+from harness.disk_cache import cache_folder, read_entry, write_entry
 
 FORMAT = 1  # bump when the entry format or the key's recipe changes
 MAX_ENTRIES = 512  # ~200 KB each

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.config.yaml_errors import YAML_READ_ERRORS
+from harness.reports.history_sql import sqlite_path
 from harness.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
-from harness.reports.history_sql import sqlite_path
 
 SWEEP_ID = re.compile(r"^\d{4}-\d{2}-\d{2}/[\w.-]+$")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")

@@ -12,10 +12,10 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from harness.stats.collapse import EVAL_WINDOW
 from harness.reports.data import EVAL, Run, SweepData
-from harness.stats.measures import MEASURES as MEASURE_INFO
 from harness.reports.summary import summarize
+from harness.stats.collapse import EVAL_WINDOW
+from harness.stats.measures import MEASURES as MEASURE_INFO
 
 LAST_K = EVAL_WINDOW
 TAIL = 0.1  # fraction of steps in "the last 10% of steps"

@@ -16,13 +16,13 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness.stats import inference
 from harness.reports.arms import contrast_bounds, exchangeable, matches
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.stats.sequential import looks, study
+from harness.stats import inference
 from harness.stats.design import runs_per_seed
+from harness.stats.sequential import looks, study
 
 SIMULATED_STUDIES = 300
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI

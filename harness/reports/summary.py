@@ -7,9 +7,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.stats.collapse import EVAL_WINDOW, Collapse, detect_collapse
 from harness.reports.data import EVAL, Run, SweepData, fmt
 from harness.reports.thresholds import SYMBOLS
+from harness.stats.collapse import EVAL_WINDOW, Collapse, detect_collapse
 
 VARIANT_SYMBOLS = {**SYMBOLS, "relax_alpha": "α"}  # as run names write them (harness.tracking.ui)
 LAST_K = EVAL_WINDOW  # evaluations averaged into a run's final accuracy (one evaluation is too noisy)

@@ -16,9 +16,9 @@ from hydra.errors import OverrideParseException
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.stats.design import parse_design
 from harness.config.hydra_values import override
 from harness.reports.registry import list_kinds
+from harness.stats.design import parse_design
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 AXIS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from harness.reports.data import Run
 from harness.algorithms import SPECS, validate_params
 from harness.algorithms.params import rules
+from harness.reports.data import Run
 
 SYMBOLS = {"delta": "δ", "eps": "ε", "eps_high": "ε_high", "trunc_c": "C"}
 FAMILY_THRESHOLD = {"clipping": "eps_high", "baseline": "trunc_c"}

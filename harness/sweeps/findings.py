@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import List
 
-from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
-from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
 from harness.config.validate import ConfigError
+from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
 from harness.sweeps import grid_runs
 from harness.sweeps.adaptive import run_adaptive
+from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2

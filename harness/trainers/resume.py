@@ -13,10 +13,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.trainers.checkpoint import CHECKPOINT_DIR, CheckpointError, find_checkpoint, load_checkpoint
-from harness.tracking.params import NOT_HASHED, flatten, looks_secret
 from harness.config.compose import compose
 from harness.config.validate import validate
+from harness.tracking.params import NOT_HASHED, flatten, looks_secret
+from harness.trainers.checkpoint import CHECKPOINT_DIR, CheckpointError, find_checkpoint, load_checkpoint
 
 SPEC_FILE = "config.yaml"
 SOURCE_KEYS = ("trainer.resume", "trainer.branch_from")

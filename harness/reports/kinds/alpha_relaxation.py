@@ -13,8 +13,8 @@ from harness.reports.data import ENTROPY, LOWPROB_MASKED as LOWPROB, Run, SweepD
 from harness.reports.page import Page
 from harness.reports.palette import shades
 from harness.reports.registry import ReportKind
-from harness.stats.intervals import t_interval
 from harness.reports.summary import EVAL, summarize, variants, window_mean
+from harness.stats.intervals import t_interval
 
 RELAX_STYLES = {"off": "-", "both": "-.", "high": "--", "low": ":"}
 RELAX_MARKERS = {"off": "o", "both": "s", "high": "^", "low": "v"}

@@ -10,13 +10,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from harness.algorithms import SPECS
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.geometry_cache import cached_grid
 from harness.reports.page import Page
+from harness.reports.plots import plt
 from harness.reports.registry import ReportKind
 from harness.reports.thresholds import SYMBOLS, default_threshold, objective_params, threshold_param
-from harness.algorithms import SPECS
-from harness.reports.plots import plt
 
 GRID = np.linspace(0.005, 1.0, 160)  # probabilities, both axes
 VMIN, VCENTER, VMAX = -1.0, 1.0, 3.0  # colour range of the weight (clipped beyond; 1 = plain policy gradient)

@@ -10,14 +10,14 @@ import numpy as np
 from harness.config.yaml_errors import YAML_READ_ERRORS
 from harness.reports import plots, threshold_effect
 from harness.reports.data import Run, SweepData, fmt
+from harness.reports.decisions import spec_for
+from harness.reports.outcomes import per_seed
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour, shades
-from harness.reports.outcomes import per_seed
 from harness.reports.registry import ReportKind
-from harness.stats.intervals import T_METHOD, t_interval
 from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
-from harness.reports.decisions import spec_for
+from harness.stats.intervals import T_METHOD, t_interval
 
 MARKERS = "osD^v<>"
 

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from harness.trainers.builtin import fast_decode
+from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import cache_argument
 from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant, fp8_quantised_linear_names
-from harness.trainers.builtin.model import build_model
-from harness.trainers.builtin import fast_decode
 from harness.trainers.builtin.tokenizer import encode_batch
 
 

@@ -9,10 +9,10 @@ from typing import Dict
 
 from omegaconf import DictConfig
 
-from harness.trainers.pruning import pruning_hook
+from harness.trainers.builtin.trainer import BuiltinTrainer
 from harness.trainers.ensemble import loop
 from harness.trainers.ensemble.trainer import EnsembleTrainer, stackable
-from harness.trainers.builtin.trainer import BuiltinTrainer
+from harness.trainers.pruning import pruning_hook
 
 
 class SoloTrainer:

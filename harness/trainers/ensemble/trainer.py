@@ -21,6 +21,7 @@ import torch
 from omegaconf import DictConfig
 
 from harness.algorithms import aggregate, compute_advantages
+from harness.trainers.builtin import fast_decode
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
@@ -34,7 +35,6 @@ from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
-from harness.trainers.builtin import fast_decode
 
 log = logging.getLogger("harness")
 EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking

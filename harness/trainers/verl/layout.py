@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from harness.config.profiles import profile_for
 from harness.trainers.verl.options import VerlOptions
 from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset, parse_hub_ref
 from harness.trainers.verl.site import CLUSTER_LAUNCHERS, site
 from harness.trainers.verl.staging import staged_model, staged_source
-from harness.config.profiles import profile_for
 
 
 @dataclass(frozen=True)

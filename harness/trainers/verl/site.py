@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from harness.trainers.verl.options import VerlOptions
 from harness.config.profiles import profile_for
+from harness.trainers.verl.options import VerlOptions
 
 CLUSTER_LAUNCHERS = ("slurm", "submitit_local")
 TRUE = ("1", "true", "yes", "on")

@@ -18,13 +18,13 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from harness.trainers.verl.presets import parse_hub_ref
-from harness.trainers.verl.staging import read_manifest, slug, write_manifest
 from harness.config.compose import compose, expand_sweep
+from harness.config.validate import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.presets import parse_hub_ref
 from harness.trainers.verl.site import site
-from harness.config.validate import ConfigError
+from harness.trainers.verl.staging import read_manifest, slug, write_manifest
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
+from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
 from harness.trainers.verl.metrics import MetricsFollower, translate
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.plan import Plan, build_plan
-from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
 
 POLL_S = 5.0
 STOP_GRACE_S = 30.0
