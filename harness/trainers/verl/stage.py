@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from harness.config.compose import compose, expand_sweep
+from harness.config.errors import EXIT_BAD_INPUT
 from harness.config.validate import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.options import verl_options
@@ -26,7 +27,6 @@ from harness.trainers.verl.presets import parse_hub_ref
 from harness.trainers.verl.site import site
 from harness.trainers.verl.staging import read_manifest, slug, write_manifest
 
-EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
 
