@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hydra.errors import OverrideParseException
-
 _BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _KEYWORDS = {"null", "true", "false", "inf", "nan"}
 
@@ -16,6 +14,7 @@ def override(key: str, value: Any) -> str:
     plain name, so `"e1,e2"` stays one string, not a sweep of two. ValueError when Hydra would read it back
     as something else."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
 
     if value is None:
         text = "null"

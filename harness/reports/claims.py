@@ -14,13 +14,12 @@ import numpy as np
 
 from harness.reports import decisions, preconditions
 from harness.reports.data import Run, SweepData, fmt
-from harness.reports.decisions import VERDICT_PREFIX
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
 from harness.reports.summary import summarize
 from harness.stats import robust
-from harness.stats.inference import NOT_TESTABLE
 from harness.stats.intervals import Interval, t_interval
+from harness.stats.words import NOT_TESTABLE, VERDICT_PREFIX
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start

@@ -24,8 +24,8 @@ from harness.reports.sweep_spec import load_sweep
 from harness.stats import inference
 from harness.stats.design import runs_per_seed
 from harness.stats.sequential import level
+from harness.stats.words import VERDICT_PREFIX
 
-VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
           "paired (a one-sample t-test on the per-seed contrasts; `method: exact`: the sign-flip permutation test "
           "for no-difference questions and Anderson's distribution-free bound on the contrast's range for shifted "

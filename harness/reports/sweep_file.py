@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
-from hydra.errors import OverrideParseException
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.config.hydra_values import override
-from harness.reports.registry import list_kinds
 from harness.stats.design import parse_design
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -232,6 +230,8 @@ def _check_types(reader: _Reader, data: Dict[str, Any]) -> None:
 
 
 def _check_reports(reader: _Reader, reports: List[str]) -> None:
+    from harness.reports.registry import list_kinds  # (numpy: only when a sweep file is read)
+
     for index, kind in enumerate(reports):
         if kind not in list_kinds():
             raise reader.error(f"reports[{index}]", f"{kind!r} is not a report kind; known: {', '.join(list_kinds())}")
@@ -267,6 +267,7 @@ def _check_grids(reader: _Reader, grids: List[Dict[str, Any]]) -> None:
 
 def _check_overrides(reader: _Reader, overrides: List[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
 
     parser = OverridesParser.create()
     for index, item in enumerate(overrides):

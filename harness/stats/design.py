@@ -40,9 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness.config.selectors import parse_selector
-from harness.stats.inference import HYPOTHESES, min_fisher_p
 from harness.stats.measures import MEASURES
-from harness.stats.sequential import level
+from harness.stats.words import HYPOTHESES
 
 METHODS = ("t", "fisher", "exact")
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
@@ -208,6 +207,9 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     for test in design.tests:
         if test.method != "fisher":
             continue
+        from harness.stats.inference import min_fisher_p  # (scipy: only for a Fisher test, not to list sweeps)
+        from harness.stats.sequential import level
+
         n = design.max_seeds(per_seed) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
         smallest = min_fisher_p(n, n)

@@ -28,12 +28,9 @@ import numpy as np
 from scipy import stats
 
 from harness.stats import robust
+from harness.stats.words import HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED  # noqa: F401
 
-HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
 METHODS = ("t", "exact")
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-NOT_TESTABLE = "not testable here"  # a failed precondition: the tests are not read
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
 MAX_SEEDS_SEARCHED = 10000
 
 

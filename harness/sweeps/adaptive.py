@@ -29,8 +29,8 @@ from harness.reports.collect import collect
 from harness.reports.decisions import evaluate, jobs_per_seed
 from harness.reports.locate import from_sweep_dir
 from harness.reports.sweep_spec import SweepSpec
-from harness.stats.inference import NOT_TESTABLE
 from harness.stats.sequential import level, looks
+from harness.stats.words import NOT_TESTABLE
 from harness.sweeps import grid_runs
 
 

@@ -16,10 +16,8 @@ import time
 from pathlib import Path
 from typing import List
 
-from harness.config.validate import ConfigError
+from harness.config.errors import ConfigError
 from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
-from harness.sweeps import grid_runs
-from harness.sweeps.adaptive import run_adaptive
 from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
 
 QUICK_OVERRIDES = ["debug=quick"]
@@ -63,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: List[str]) -> int:
     args = _parser().parse_args(argv)
+    from harness.sweeps import adaptive, grid_runs  # (the runners load only past --help)
+
     specs = claim_sweeps()
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -97,7 +97,7 @@ def main(argv: List[str]) -> int:
         print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
         began = time.time()
         if spec.design.adaptive:
-            code = run_adaptive(spec, sweep_dir, user, flags)
+            code = adaptive.run_adaptive(spec, sweep_dir, user, flags)
         else:
             code = grid_runs.run(spec, sweep_dir, grids, flags, jobs)
         worst = max(worst, code)

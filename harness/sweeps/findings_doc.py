@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from harness.reports.decisions import VERDICT_PREFIX
 from harness.reports.sweep_spec import SweepSpec
-from harness.stats.inference import INCONCLUSIVE, VERDICTS
+from harness.stats.words import INCONCLUSIVE, VERDICT_PREFIX, VERDICTS
 
 FINDINGS_NAME = "FINDINGS.md"
 VERDICT_LINE = re.compile(rf"^\*\*{re.escape(VERDICT_PREFIX)}(?P<word>{'|'.join(map(re.escape, VERDICTS))}) — "
