@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-ADVANTAGE_ESTIMATORS = ("grpo", "drgrpo", "rloo")
+from harness.algorithms.names import ADVANTAGE_ESTIMATORS
 
 
 def compute_advantages(rewards: Tensor, estimator: str, eps: float = 1e-6) -> Tensor:

@@ -14,7 +14,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
+from harness.algorithms.names import LOSS_AGG_MODES
 
 
 def aggregate(J: Tensor, response_mask: Optional[Tensor], mode: str, norm_len: Optional[float] = None) -> Tensor:

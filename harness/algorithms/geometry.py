@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from harness.algorithms.build import build_objective
 
 
 def gradient_weight_grid(name: str, nu: Tensor, pi: Tensor, adv_sign: float, **params: Any) -> Tensor:
@@ -19,8 +20,6 @@ def gradient_weight_grid(name: str, nu: Tensor, pi: Tensor, adv_sign: float, **p
     nu, pi: 1-D probabilities in (0, 1]; adv_sign: the advantage A used (±1 usually; any non-zero value,
     which matters for kl_reg/k3_reg/tv_reg with adv_weighted=false); params as for `build_objective`.
     """
-    from harness.algorithms.build import build_objective
-
     if params.get("anchor", "rollout") != "rollout":
         raise ValueError(f"algo.anchor={params['anchor']!r} is not allowed here: the geometry grid uses anchor=rollout")
     if not adv_sign:

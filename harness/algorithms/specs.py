@@ -13,6 +13,7 @@ from harness.algorithms.params import (
     AnchorParams, BandPOParams, CISPOParams, ClipParams, DeltaParams, DPPOParams, PenaltyParams, PGParams,
     SPOParams, rules,
 )
+from harness.algorithms.table import render_table
 
 GEOMETRIES = ("ratio", "absolute-shift", "probability-aware", "none")
 SHORTCUTS = ("delta", "alpha")
@@ -158,6 +159,4 @@ def shortcut_param(name: str, shortcut: str) -> str:
 
 def objectives_table() -> str:
     """Text table of every objective (printed by `python -m harness algos`)."""
-    from harness.algorithms.table import render_table
-
     return render_table(SPECS, default_params)

@@ -1,4 +1,7 @@
-"""The error of a config that cannot run (a leaf: validators of every layer raise it)."""
+"""The error of a config that cannot run (a leaf: validators of every layer raise it), and the exit code of bad
+input."""
+
+EXIT_BAD_INPUT = 2  # bad input: one line naming the key/value and what is allowed, before anything is created
 
 
 class ConfigError(ValueError):

@@ -8,6 +8,7 @@ CONFIG_NAME = "config"  # the primary config: conf/config.yaml
 CONFIG_MODULE = "harness.conf"
 GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "sweeper", "tracking", "experiment",
           "debug")
+LAUNCHERS = ("local", "local_parallel", "submitit_local", "slurm")  # launcher=<name>; hydra_plugins/ has their classes
 
 
 def group_options(group: str) -> List[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import math
 import os
 from typing import Any, Callable, Iterator, Sequence, Tuple
@@ -13,23 +14,27 @@ from urllib.parse import urlparse
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from harness.algorithms import specs
+from harness.algorithms.names import ADVANTAGE_ESTIMATORS, LOSS_AGG_MODES
+from harness.algorithms.params import ANCHORS
 from harness.config.errors import ConfigError
 from harness.config.memory import check_builtin_memory
-from harness.config.names import did_you_mean, group_options
+from harness.config.names import LAUNCHERS, did_you_mean, group_options
+from harness.config.profiles import profile_for
+from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
 from harness.infra.secrets import scrub
 
 URI_ENV = "MLFLOW_TRACKING_URI"
 
 ALLOWED_TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
-ALLOWED_ADVANTAGES = ("grpo", "drgrpo", "rloo")
-ALLOWED_LOSS_AGG = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
-ALLOWED_ANCHORS = ("rollout", "recompute")
 SEED_KEYS = ("seed", "dataset.seed", "trainer.warmstart.seed")
 SEED_LIMIT = 2**64  # torch.manual_seed takes at most 64 bits
 # The eval set and a fixed train pool are drawn before the run (and by the preflight's task check): sizes a
 # run on this trainer could use, not ones that would keep the preflight busy for minutes.
 MAX_EVAL_SIZE = 100_000
 MAX_TRAIN_SIZE = 1_000_000
+# A trainer's own checks (they read its layout, site and memory model, which sit above config), named here as
+# `module:function` the way a Hydra `_target_` names a class, and imported only for configs that select it.
+TRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}
 
 
 def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:
@@ -59,8 +64,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     _check(cfg, f"{t}.grad_clip", _positive, "must be > 0")
     _check(cfg, f"{t}.temperature", _positive, "must be > 0")
     _check(cfg, f"{t}.max_new_tokens", lambda v: v is None or v >= 1, "null (auto) or an integer >= 1")
-    _check(cfg, f"{t}.advantage", lambda v: v in ALLOWED_ADVANTAGES, f"one of {', '.join(ALLOWED_ADVANTAGES)}")
-    _check(cfg, f"{t}.loss_agg", lambda v: v in ALLOWED_LOSS_AGG, f"one of {', '.join(ALLOWED_LOSS_AGG)}")
+    _check(cfg, f"{t}.advantage", lambda v: v in ADVANTAGE_ESTIMATORS, f"one of {', '.join(ADVANTAGE_ESTIMATORS)}")
+    _check(cfg, f"{t}.loss_agg", lambda v: v in LOSS_AGG_MODES, f"one of {', '.join(LOSS_AGG_MODES)}")
     _check(cfg, f"{t}.warmstart.steps", lambda v: v >= 0, "must be an integer >= 0")
     _check(cfg, f"{t}.warmstart.batch_size", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, f"{t}.warmstart.lr", _positive, "must be > 0")
@@ -76,8 +81,6 @@ def _validate_run_sections(cfg: DictConfig) -> None:
         raise ConfigError(f"model.num_heads={cfg.model.num_heads} is not allowed: must divide hidden_size="
                           f"{cfg.model.hidden_size} and be a multiple of num_kv_heads={cfg.model.num_kv_heads}")
     if cfg.trainer.name == "builtin":
-        from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
-
         _check(cfg, "dataset.name", lambda v: v in TASKS,
                f"trainer=builtin runs the tasks {', '.join(sorted(TASKS))} (other datasets need trainer=verl)")
     _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
@@ -105,15 +108,11 @@ def _validate_run_sections(cfg: DictConfig) -> None:
 
 
 def _validate_launcher(cfg: DictConfig) -> None:
-    from harness.launchers import LAUNCHERS
-
     _check(cfg, "launcher.name", lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}")
     _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
     _check(cfg, "launcher.members", lambda v: v is None or v >= 1,
            "null (runs of one shape train together, as many as fit in memory) or an integer >= 1 (1: each run alone)")
     if cfg.launcher.name in ("slurm", "submitit_local"):
-        from harness.launchers.profiles import profile_for  # (imports subprocess: only for cluster profiles)
-
         try:
             profile_for(cfg.launcher)
         except ValueError as err:
@@ -183,8 +182,8 @@ def _apply_shortcuts(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
                                   f"it applies to: {', '.join(users)}")
             cfg.algo[shortcuts[shortcut]] = value
         if cfg.get("anchor") is not None:
-            if cfg.anchor not in ALLOWED_ANCHORS:
-                raise ConfigError(f"anchor={cfg.anchor!r} is not allowed: one of {', '.join(ALLOWED_ANCHORS)}")
+            if cfg.anchor not in ANCHORS:
+                raise ConfigError(f"anchor={cfg.anchor!r} is not allowed: one of {', '.join(ANCHORS)}")
             cfg.algo.anchor = cfg.anchor
 
 
@@ -209,7 +208,13 @@ def validate(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     _validate_algo(cfg)
     _validate_run_sections(cfg)
     _validate_launcher(cfg)
-    if cfg.trainer.name == "verl":
-        from harness.trainers.verl.validate import validate_verl
-        validate_verl(cfg)
+    _trainer_checks(cfg)
     return cfg
+
+
+def _trainer_checks(cfg: DictConfig) -> None:
+    """The checks a trainer adds for the configs that select it (TRAINER_CHECKS), looked up by name."""
+    target = TRAINER_CHECKS.get(cfg.trainer.name)
+    if target is not None:
+        module, _, function = target.partition(":")
+        getattr(importlib.import_module(module), function)(cfg)

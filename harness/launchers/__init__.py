@@ -5,4 +5,4 @@ local, local_parallel, submitit_local, slurm. Hydra finds the launcher classes t
 `hydra_plugins.harness_launcher.plugins`."""
 from __future__ import annotations
 
-LAUNCHERS = ("local", "local_parallel", "submitit_local", "slurm")
+from harness.config.names import LAUNCHERS  # noqa: F401  (the names live with the other names a user types)

@@ -25,7 +25,7 @@ from harness.launchers.results import RESULTS, JobResult, finished_metrics, run_
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.sweep_parent import close_parent_if_all_ended
 from harness.infra.secrets import safe_run_name, scrub
-from harness.sweeps.pruning import Pruned
+from harness.trainers.pruning import Pruned
 from harness.tracking import open_tracker
 from harness.tracking.outage import apply_client_defaults
 from harness.tracking.store import mlflow_store

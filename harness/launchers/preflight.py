@@ -9,7 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose import Job
 from harness.launchers.folder_claims import check_output_folders, check_resume_source
-from harness.launchers.profiles import check_partition, profile_for
+from harness.config.profiles import check_partition, profile_for
 from harness.infra.refused import Refused
 from harness.tracking.store import prepare_stores
 from harness.trainers.builtin.tasks import check_task

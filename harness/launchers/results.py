@@ -39,7 +39,7 @@ def run_name(overrides) -> str:
 def finished_metrics(final_metrics: Optional[dict], run_dir: Path) -> str:
     """The evaluation a finished run ends with, saying which number is which: `eval/accuracy (last evaluation)
     0.625; mean of last 3 0.557 (the reports' final accuracy); greedy 0.92; best 0.656`."""
-    from harness.reports.summary import LAST_K  # at the end of a run only: this leaf module loads nothing at import
+    from harness.stats.collapse import EVAL_WINDOW as LAST_K  # the reports' window; numpy only at a run's end
 
     shown = {k: v for k, v in (final_metrics or {}).items() if k.startswith("eval/")}
     parts = []

@@ -15,7 +15,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
 from harness.launchers.base import HarnessLauncher, JobFailed, job_outcome, log
-from harness.launchers.profiles import profile_for, submitit_parameters
+from harness.config.profiles import profile_for, submitit_parameters
 from harness.launchers.job_returns import record_result
 from harness.launchers.results import RESULTS, JobResult, run_name
 

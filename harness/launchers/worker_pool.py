@@ -14,6 +14,7 @@ from typing import Callable, List, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
+from harness.infra.parent_death import die_with_parent
 from harness.launchers.job_returns import record_result, record_worker_crash
 
 log = logging.getLogger("harness")
@@ -53,8 +54,6 @@ class _QuickExitProcess(multiprocessing.context.SpawnProcess):
     Its jobs have closed their runs and files by then; logging and stdio are flushed here."""
 
     def run(self) -> None:
-        from harness.infra.parent_death import die_with_parent
-
         global _DRIVER_PID
         _DRIVER_PID = os.getppid()
         die_with_parent()  # a driver killed even by SIGKILL takes its workers along: their runs end KILLED

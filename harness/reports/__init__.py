@@ -22,7 +22,7 @@ _LAZY = {
     "from_sweep_dir": "harness.reports.locate",
     "list_kinds": "harness.reports.registry",
     "get_kind": "harness.reports.registry",
-    "detect_collapse": "harness.reports.collapse",
+    "detect_collapse": "harness.stats.collapse",
 }
 
 __all__ = list(_LAZY)

@@ -1,4 +1,4 @@
-"""Arms of a sweep: the runs an arm selector ("key=value,key=value", parsed by design.parse_selector) picks."""
+"""Arms of a sweep: the runs an arm selector ("key=value,key=value", parsed by config/selectors.py) picks."""
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from urllib.parse import unquote, urlparse
@@ -48,10 +49,12 @@ def error_line(client, run_id: str, run_dir: Optional[Path], artifact_uri: Optio
             return summary_line(path.read_text(errors="replace"))
     if client is None or local is not None:
         return None
+    from mlflow.exceptions import MlflowException  # a client was given: mlflow is loaded
+
     try:
         with tempfile.TemporaryDirectory() as tmp:
             return summary_line(Path(client.download_artifacts(run_id, "error.txt", tmp)).read_text(errors="replace"))
-    except Exception:  # no error.txt, or the server is unreachable: the report says "no error.txt"
+    except (MlflowException, OSError):  # no error.txt, or the server is unreachable: "no error.txt"
         return None
 
 
@@ -63,13 +66,15 @@ def token_stats(client, run) -> List[Tuple[int, Dict[str, np.ndarray]]]:
             return _load([(int(m.group(1)), p) for p in folder.iterdir() if (m := STEP_FILE.search(p.name))])
     if client is None or local_artifact_dir(run.artifact_uri) is not None:
         return []
+    from mlflow.exceptions import MlflowException  # a client was given: mlflow is loaded
+
     try:
         listed = [f.path for f in client.list_artifacts(run.run_id, "token_stats")]
         with tempfile.TemporaryDirectory() as tmp:
             files = [(int(m.group(1)), Path(client.download_artifacts(run.run_id, p, tmp)))
                      for p in listed if (m := STEP_FILE.search(p))]
             return _load(files)
-    except Exception:
+    except (MlflowException, OSError, ValueError, zipfile.BadZipFile):  # unreachable, or not a token_stats file
         return []
 
 
@@ -88,9 +93,10 @@ def log_to_parent(tracking_uri: str, parent_run_id: str, folder: Path, kinds: Li
     `reports/<kind>/`, leaving the other kinds recorded there as they are; then the parent's index
     (`reports/index.html`, `README.md`), written by `write_index(folder, kinds)` for every kind the parent
     now holds. False (and a warning) on failure."""
-    try:
-        from mlflow.tracking import MlflowClient
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
 
+    try:
         client = MlflowClient(tracking_uri=tracking_uri)
         for kind in kinds:
             client.log_artifacts(parent_run_id, str(Path(folder) / kind), f"{artifact_path}/{kind}")
@@ -99,6 +105,6 @@ def log_to_parent(tracking_uri: str, parent_run_id: str, folder: Path, kinds: Li
             write_index(Path(tmp), sorted(set(recorded) | set(kinds)))
             client.log_artifacts(parent_run_id, tmp, artifact_path)
         return True
-    except Exception as err:
+    except (MlflowException, OSError) as err:
         log.warning("could not log reports to parent run %s: %s", parent_run_id, err)
         return False

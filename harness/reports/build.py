@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from harness.reports.artifacts import log_to_parent
+from harness.reports.collect import collect
 from harness.reports.data import SweepData
+from harness.reports.local import collect_local
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
-from harness.infra.secrets import scrub
-from harness.reports.page import HTML_NAME, MD_NAME, Page
+from harness.reports.page import HTML_NAME, MD_NAME, Page, _template
 from harness.reports.registry import default_kinds, get_kind, list_kinds
+from harness.infra.secrets import scrub
 
 log = logging.getLogger("harness")
 
@@ -65,7 +67,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     for name in default_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
-        except Exception as err:  # one broken report must not cost the others
+        except Exception as err:  # boundary of each kind's code: one broken report must not cost the others
             result.failed[name] = f"{type(err).__name__}: {err}"
             log.warning("report %s failed: %s\n%s", name, err, traceback.format_exc())
             continue
@@ -86,12 +88,9 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
 
 def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history: str = "auto") -> BuildResult:
     """Collect the target's sweep from MLflow and build its reports (see `build_from_data`)."""
-    from harness.reports.collect import collect
-
     if target.tracking_uri is None:  # tracking=none: the job folders are all there is
         if target.sweep_dir is None:
             raise TargetError("no tracking store is known for this target; pass --tracking-uri")
-        from harness.reports.local import collect_local
 
         data = collect_local(target.sweep_dir, target.sweep_id or "")
         data.notes.append("the sweep was not tracked in MLflow (tracking=none): read from its job folders")
@@ -107,8 +106,6 @@ def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history
 
 
 def _local_or_empty(data: SweepData, target: Target) -> SweepData:
-    from harness.reports.local import collect_local
-
     local = collect_local(target.sweep_dir, data.sweep_id)
     if local.runs:
         local.notes.append(f"no MLflow runs tagged harness.sweep_id={data.sweep_id} in {data.tracking_uri}; "
@@ -131,8 +128,7 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         target = from_sweep_dir(sweep_dir, tracking_uri)
         try:
             result = build_reports(target, kinds)
-        except Exception as err:  # store unreachable, no such experiment...: fall back to the job folders
-            from harness.reports.local import collect_local
+        except Exception as err:  # boundary of the store (MLflow, HTTP, SQL: any failure): read the job folders
 
             log.warning("reports: MLflow not readable for %s (%s); using the job folders", sweep_dir, err)
             data = collect_local(sweep_dir, target.sweep_id or "")
@@ -141,7 +137,7 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         for name, error in result.failed.items():
             log.warning("report %s of %s failed: %s", name, sweep_dir, error)
         return result.paths
-    except Exception as err:
+    except Exception as err:  # the sweep-end callback: a report problem must never fail a finished sweep
         log.warning("reports for %s not built: %s\n%s", sweep_dir, err, traceback.format_exc())
         return []
 
@@ -149,8 +145,6 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
 def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequence[str]) -> None:
     """`folder`/index.html and README.md linking the reports `kinds` (each at `<kind>/index.html`), then what
     this build skipped or could not build."""
-    from harness.reports.page import _template
-
     known = list_kinds()
     kinds = sorted(kinds, key=lambda k: (known.index(k) if k in known else len(known), k))
     lines = [f"# Reports of sweep {data.sweep_id}", "", f"{len(data.runs)} runs; data: {data.source}", ""]

@@ -12,15 +12,16 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from harness.reports import decisions, preconditions, robust
+from harness.reports import decisions, preconditions
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.outcomes import LAST_K, measure, per_seed
 from harness.reports.page import Page
-from harness.reports.stats import Interval, t_interval
+from harness.reports.summary import summarize
+from harness.stats import robust
+from harness.stats.intervals import Interval, t_interval
+from harness.stats.words import NOT_TESTABLE, VERDICT_PREFIX
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-NOT_TESTABLE = preconditions.NOT_TESTABLE
-VERDICT_PREFIX = decisions.VERDICT_PREFIX
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 
 
@@ -51,8 +52,6 @@ def fmt_interval(ci: Interval, digits: int = 3) -> str:
 def describe(data: SweepData, page: Page, groups: Dict[str, List[Run]], measures: Sequence[str], k: int,
              heading: str, label: str = "group") -> None:
     """One row per group: runs, finished, collapsed, and each measure's mean [95% CI] over seeds."""
-    from harness.reports.summary import summarize
-
     rows = []
     for name, members in groups.items():
         collapsed = sum(summarize(data, r).collapse is not None for r in members)

@@ -4,6 +4,7 @@ for a tracking server (`history_rest`), or, as a fallback, one request per (run,
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -68,6 +69,7 @@ def _job_order(run: Run):
 def collect(target: Target, history: str = "auto", prefixes: Sequence[str] = METRIC_PREFIXES) -> SweepData:
     """The sweep's runs and histories. history: auto | sql | rest | client (client = one request per
     (run, metric), the naive baseline)."""
+    from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     db = sqlite_path(target.tracking_uri)
@@ -85,7 +87,7 @@ def collect(target: Target, history: str = "auto", prefixes: Sequence[str] = MET
     if parent is None and target.parent_run_id:
         try:
             parent = _to_run(client.get_run(target.parent_run_id))
-        except Exception:
+        except (MlflowException, OSError):  # a parent deleted or unreachable: the report has no parent
             pass
     runs.sort(key=_job_order)
     shorten_names(runs)
@@ -108,6 +110,8 @@ def _sweep_dir(runs: List[Run]) -> Optional[Path]:
 
 
 def _read_histories(data: SweepData, client, found, history: str, prefixes: Sequence[str]) -> None:
+    from mlflow.exceptions import MlflowException  # (the caller loaded mlflow)
+
     ids = [r.run_id for r in data.runs]
     keys_by_run = {m.info.run_id: [k for k in m.data.metrics if k.startswith(tuple(prefixes))] for m in found}
     db = sqlite_path(data.tracking_uri)
@@ -120,7 +124,7 @@ def _read_histories(data: SweepData, client, found, history: str, prefixes: Sequ
             return
         except UnknownSchema as err:
             log.info("%s; metric histories read through MLflow's API", err)
-        except Exception as err:
+        except (sqlite3.Error, OSError, ValueError) as err:
             data.notes.append(f"bulk SQL read failed ({err}); metric histories were read run by run")
     elif history == "rest":
         keys = sorted({k for r in ids for k in keys_by_run.get(r, ())})
@@ -128,7 +132,7 @@ def _read_histories(data: SweepData, client, found, history: str, prefixes: Sequ
             data.series = read_histories_rest(data.tracking_uri, ids, keys)
             data.source = f"MLflow server {data.tracking_uri} (bulk metric-history requests)"
             return
-        except Exception as err:
+        except (MlflowException, OSError, RuntimeError, ValueError, KeyError, AttributeError) as err:  # down, odd
             data.notes.append(f"bulk metric-history endpoint failed ({str(err)[:120]}); read run by run")
     data.series = read_histories_client(client, ids, keys_by_run)
     data.source = f"MLflow {data.tracking_uri} (one request per run and metric)"

@@ -19,6 +19,8 @@ EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 NOT_A_FACTOR = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume",
                 "delta", "alpha", "anchor", "seed", "experiment_name", "hydra")
 METRIC_PREFIXES = ("train/", "eval/", "objective/")
+EVAL, ENTROPY = "eval/accuracy", "train/entropy"  # metric keys the reports read by name
+LOWPROB_MASKED = "objective/lowprob_masked_frac"
 
 
 def parse_value(text: Optional[str]) -> Any:

@@ -1,4 +1,4 @@
-"""The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see harness/sweeps/design.py),
+"""The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see harness/stats/design.py),
 evaluated on its runs: one row per test, the headline figure of paired differences with their intervals,
 and the claim's verdict. Every report that decides something (the claim kinds, `decisions`) goes through
 here, so they share one statistics core (`inference.py`) and one set of words.
@@ -15,14 +15,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import inference, pilot, plots, preconditions
+from harness.reports import pilot, plots, preconditions
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.reports.sequential import level
+from harness.reports.sweep_spec import load_sweep
+from harness.stats import inference
+from harness.stats.design import runs_per_seed
+from harness.stats.sequential import level
+from harness.stats.words import VERDICT_PREFIX
 
-VERDICT_PREFIX = "Verdict: "
 METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run outcome. Arms that share seeds are "
           "paired (a one-sample t-test on the per-seed contrasts; `method: exact`: the sign-flip permutation test "
           "for no-difference questions and Anderson's distribution-free bound on the contrast's range for shifted "
@@ -49,8 +52,6 @@ class Outcome:
 
 def spec_for(data: SweepData, default: Optional[str] = None):
     """The named sweep's spec: from the sweep folder (<root>/multirun/<name>/<stamp>), else `default`."""
-    from harness.sweeps.spec import load_sweep
-
     names = []
     if data.sweep_dir is not None and data.sweep_dir.parent.parent.name == "multirun":
         names.append(data.sweep_dir.parent.name)
@@ -65,8 +66,6 @@ def spec_for(data: SweepData, default: Optional[str] = None):
 
 
 def jobs_per_seed(spec) -> int:
-    from harness.sweeps.design import runs_per_seed
-
     return runs_per_seed(spec.grids)
 
 
@@ -175,9 +174,9 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                      "yes" if c.passed else "no"] for c in checked])
         refused = preconditions.failed(checked)
         if refused:
-            page.text(f"{VERDICT_PREFIX}{preconditions.NOT_TESTABLE} — {refused}; the declared tests are not "
+            page.text(f"{VERDICT_PREFIX}{inference.NOT_TESTABLE} — {refused}; the declared tests are not "
                       "read", "verdict")
-            return preconditions.NOT_TESTABLE
+            return inference.NOT_TESTABLE
     if design.pilot:
         pilot.write_section(page, data, spec)
     outcomes = evaluate(data, spec)
@@ -185,7 +184,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
               f"{design.power:g}, outcome window last_k = {design.last_k} evaluations"
               + (f"; seeds: auto, budget {_budget(design)}, α spent per look by an O'Brien–Fleming-type "
-                 "Lan–DeMets function (harness/reports/sequential.py)." if design.adaptive else "."), "method")
+                 "Lan–DeMets function (harness/stats/sequential.py)." if design.adaptive else "."), "method")
     rows = []
     for o in outcomes:
         d, t = o.decision, o.test

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
+import harness.algorithms
 from harness.infra.disk_cache import cache_folder, read_entry, write_entry
 
 FORMAT = 1  # bump when the entry format or the key's recipe changes
@@ -21,8 +22,6 @@ _LIBRARY: list = []  # the library code's digest, read once per process
 def library_digest() -> str:
     """Digest of every source file of harness.algorithms (what a weight grid is computed by)."""
     if not _LIBRARY:
-        import harness.algorithms
-
         digest = hashlib.blake2b(str(FORMAT).encode(), digest_size=20)
         for path in sorted(Path(harness.algorithms.__file__).parent.rglob("*.py")):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())

@@ -8,6 +8,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from harness.config.yaml_errors import YAML_READ_ERRORS
 from harness.reports.artifacts import summary_line
 from harness.reports.data import METRIC_PREFIXES, Run, SweepData
 from harness.reports.locate import job_dirs
@@ -28,7 +29,7 @@ def _name(job: Path) -> str:
 
         try:
             return ",".join(str(o) for o in OmegaConf.load(overrides))
-        except Exception:
+        except YAML_READ_ERRORS:
             pass
     return f"job {job.name}"
 
@@ -70,7 +71,7 @@ def collect_local(sweep_dir: Path, sweep_id: str) -> SweepData:
         if (job / "config.yaml").is_file():
             try:
                 _flatten(OmegaConf.to_container(OmegaConf.load(job / "config.yaml"), resolve=False), "", params)
-            except Exception:
+            except YAML_READ_ERRORS:
                 pass
         status_file, error_file = job / "status.txt", job / "error.txt"
         status = status_file.read_text().strip() if status_file.is_file() else "RUNNING"

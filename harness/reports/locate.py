@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from harness.config.yaml_errors import YAML_READ_ERRORS
+from harness.reports.history_sql import sqlite_path
 from harness.infra.run_record import run_id_of
 from harness.tracking.stored_uri import UriNeeded, reconnect
 
@@ -73,7 +75,7 @@ def _job_config(sweep_dir: Path):
             if path.is_file():
                 try:
                     return OmegaConf.load(path)
-                except Exception:
+                except YAML_READ_ERRORS:
                     continue
     return None
 
@@ -159,11 +161,12 @@ def resolve(arg: str, tracking_uri: Optional[str] = None, experiment: Optional[s
         return Target(arg, store, [experiment] if experiment else [], [], out_dir=Path(out) if out else None)
     if RUN_ID.match(arg):
         _check_store(store, arg)
+        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
 
         try:
             run = MlflowClient(tracking_uri=store).get_run(arg)
-        except Exception as err:
+        except (MlflowException, OSError) as err:
             raise TargetError(f"run id {arg} not found in {store}: {str(err).splitlines()[0]}") from None
         tags = run.data.tags
         parent = arg if tags.get("harness.role") == "parent" else tags.get("mlflow.parentRunId")
@@ -176,8 +179,6 @@ def resolve(arg: str, tracking_uri: Optional[str] = None, experiment: Optional[s
 
 
 def _check_store(uri: str, arg: str) -> None:
-    from harness.reports.history_sql import sqlite_path
-
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
         raise TargetError(f"no sweep folder for {arg!r} under {default_root()} and no MLflow store at {db}; "

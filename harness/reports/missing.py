@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Iterable, List, Optional
+from harness.reports.locate import job_dirs
 
 
 def missing_jobs(sweep_dir: Optional[Path], runs: Iterable, twin_run_ids: Iterable[str] = ()) -> List[str]:
     """The names of `sweep_dir`'s job folders with no run among `runs` (a skipped job counts through its twin)."""
-    from harness.reports.locate import job_dirs
-
     if sweep_dir is None:
         return []
     runs = list(runs)

@@ -12,11 +12,12 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from harness.reports.collapse import EVAL_WINDOW
-from harness.reports.data import Run, SweepData
+from harness.reports.data import EVAL, Run, SweepData
+from harness.reports.summary import summarize
+from harness.stats.collapse import EVAL_WINDOW
+from harness.stats.measures import MEASURES as MEASURE_INFO
 
 LAST_K = EVAL_WINDOW
-EVAL = "eval/accuracy"
 TAIL = 0.1  # fraction of steps in "the last 10% of steps"
 
 
@@ -75,31 +76,23 @@ def _log_growth(data, run, k):
 
 
 def _collapsed(data, run, k):
-    from harness.reports.summary import summarize
-
     return float(summarize(data, run).collapse is not None)
 
 
-MEASURES: Dict[str, Measure] = {m.name: m for m in (
-    Measure("final_accuracy", "eval accuracy, mean of the last k evaluations", (0.0, 1.0), last_evals),
-    Measure("gain", "final accuracy (last k evaluations) minus the run's first evaluation", (-1.0, 1.0), _gain),
-    Measure("learning_speed", "mean eval accuracy over the evaluations after step 0 in the first half of training",
-            (0.0, 1.0), _early),
-    Measure("train_accuracy", "training accuracy, mean over the last 10% of steps", (0.0, 1.0),
-            lambda d, r, k: tail_mean(d, r, "train/accuracy") if r.status == "FINISHED" else None),
-    Measure("entropy", "token entropy (nats), mean over the last 10% of steps", (0.0, None),
-            lambda d, r, k: tail_mean(d, r, "train/entropy")),
-    Measure("lowprob_clipped", "fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps",
-            (0.0, 1.0), lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac")),
-    Measure("lowprob_share", "fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps",
-            (0.0, 1.0), lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True)),
-    Measure("mismatch", "mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None),
-            lambda d, r, k: tail_mean(d, r, "train/mismatch")),
-    Measure("log_mismatch_growth", "log(mismatch over the last 10% of steps / over the first 10%)", (None, None),
-            _log_growth),
-    Measure("collapsed", "1 if the run collapsed (below its own start, smoothed; or non-finite), else 0",
-            (0.0, 1.0), _collapsed),
-)}
+_COMPUTE: Dict[str, Callable[[SweepData, Run, int], Optional[float]]] = {
+    "final_accuracy": last_evals,
+    "gain": _gain,
+    "learning_speed": _early,
+    "train_accuracy": lambda d, r, k: tail_mean(d, r, "train/accuracy") if r.status == "FINISHED" else None,
+    "entropy": lambda d, r, k: tail_mean(d, r, "train/entropy"),
+    "lowprob_clipped": lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac"),
+    "lowprob_share": lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True),
+    "mismatch": lambda d, r, k: tail_mean(d, r, "train/mismatch"),
+    "log_mismatch_growth": _log_growth,
+    "collapsed": _collapsed,
+}
+MEASURES: Dict[str, Measure] = {name: Measure(name, description, bounds, _COMPUTE[name])
+                                for name, (description, bounds) in MEASURE_INFO.items()}
 
 
 def measure(name: str) -> Measure:

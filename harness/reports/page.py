@@ -58,7 +58,7 @@ class Page:
         """Save a matplotlib figure as `<name>.png` beside the page and show it; returns the file name.
         tight=True crops to the drawn content (an extra layout pass: slow on large figures); the default
         keeps the figure's own layout, which `plots.grid` sets with fixed margins."""
-        from harness.reports.plots import close
+        from harness.reports.plots import close  # matplotlib: only when a page has a figure (the registry imports page)
 
         filename = f"{name}.png"
         fig.savefig(self.out_dir / filename, bbox_inches="tight" if tight else None, pil_kwargs={"compress_level": 3})

@@ -1,4 +1,4 @@
-"""Pilots size the designs (`pilot:` in a sweep file, see harness/sweeps/design.py).
+"""Pilots size the designs (`pilot:` in a sweep file, see harness/stats/design.py).
 
 A pilot is a few seeds per arm run before the main rounds, on seeds the study never uses. Per declared test,
 its per-seed contrasts give the spread (SD) the design's power is computed from: the chance that the
@@ -16,13 +16,13 @@ from typing import List, Optional
 
 import numpy as np
 
-from harness.reports import inference
 from harness.reports.arms import contrast_bounds, exchangeable, matches
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
-from harness.reports.sequential import looks, study
-from harness.sweeps.design import runs_per_seed
+from harness.stats import inference
+from harness.stats.design import runs_per_seed
+from harness.stats.sequential import looks, study
 
 SIMULATED_STUDIES = 300
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI

@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 from matplotlib import patheffects  # noqa: E402
 from matplotlib.ticker import FormatStrFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from harness.reports.stats import mean_curve  # noqa: E402
+from harness.stats.intervals import mean_curve  # noqa: E402
 
 STEP_LABEL = "training step"
 UNITS = {

@@ -1,4 +1,4 @@
-"""Regime checks that gate a claim's verdict (`preconditions:` in a sweep file, see harness/sweeps/design.py).
+"""Regime checks that gate a claim's verdict (`preconditions:` in a sweep file, see harness/stats/design.py).
 
 A claim can only be tested where its cause is present (e.g. a mismatch of LLM-like size), its control arm is
 stable and its mechanism measurable. Each precondition is a measure, an arm and a threshold: the mean over
@@ -17,7 +17,6 @@ from harness.reports.arms import matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import per_seed
 
-NOT_TESTABLE = "not testable here"
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.reports.collapse import EVAL_WINDOW, Collapse, detect_collapse
-from harness.reports.data import Run, SweepData, fmt
+from harness.reports.data import EVAL, Run, SweepData, fmt
 from harness.reports.thresholds import SYMBOLS
+from harness.stats.collapse import EVAL_WINDOW, Collapse, detect_collapse
 
-EVAL = "eval/accuracy"
 VARIANT_SYMBOLS = {**SYMBOLS, "relax_alpha": "α"}  # as run names write them (harness.tracking.ui)
 LAST_K = EVAL_WINDOW  # evaluations averaged into a run's final accuracy (one evaluation is too noisy)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from harness.algorithms import validate_params
 
 Series = Tuple[Sequence[int], Sequence[float]]
 STEP_METRICS = (
@@ -80,8 +81,6 @@ def generated_metrics(run: FakeRun, params: Dict[str, str], steps: int, eval_eve
 
 
 def run_params(run: FakeRun, steps: int, eval_every: int) -> Dict[str, str]:
-    from harness.algorithms import validate_params
-
     algo = validate_params(run.objective, run.algo)
     params = {f"algo.{k}": "null" if v is None else str(v) for k, v in algo.items()}
     params.update({"algo.name": run.objective, "precision.name": run.precision, "seed": str(run.seed),

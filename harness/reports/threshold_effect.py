@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Dict, List, Optional
 
-from harness.reports import inference
+from harness.stats import inference
 
 SENSITIVE, INSENSITIVE, DIFFERS, UNDECIDED = "sensitive", "insensitive", "sensitive (size undecided)", "undecided"
 DEFAULT_SESOI = 0.05  # accuracy: five problems in a hundred

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
+from harness.algorithms import SPECS, validate_params
+from harness.algorithms.params import rules
 from harness.reports.data import Run
 
 SYMBOLS = {"delta": "δ", "eps": "ε", "eps_high": "ε_high", "trunc_c": "C"}
@@ -15,8 +17,6 @@ FAMILY_THRESHOLD = {"clipping": "eps_high", "baseline": "trunc_c"}
 
 def threshold_param(objective: str) -> Optional[str]:
     """The algo.* parameter name of `objective`'s threshold (None: it has none, or is unknown)."""
-    from harness.algorithms import SPECS
-
     spec = SPECS.get(objective)
     if spec is None:
         return None
@@ -34,8 +34,6 @@ def threshold(run: Run) -> Tuple[Optional[str], Optional[str], Any]:
     value = run.param(f"algo.{name}")
     if value is None:  # null = the library default (dppo: per divergence)
         try:
-            from harness.algorithms import validate_params
-
             value = validate_params(run.objective, objective_params(run)).get(name)
         except ValueError:
             return None, None, None
@@ -44,8 +42,6 @@ def threshold(run: Run) -> Tuple[Optional[str], Optional[str], Any]:
 
 def default_threshold(objective: str) -> Any:
     """The library default of the objective's threshold (DRPO: 12.5, DPPO binary_tv: 0.15, ...)."""
-    from harness.algorithms import validate_params
-
     name = threshold_param(objective)
     return None if name is None else validate_params(objective).get(name)
 
@@ -57,8 +53,5 @@ def objective_params(run: Run) -> Dict[str, Any]:
 
 
 def _param_names(objective: str):
-    from harness.algorithms import SPECS
-    from harness.algorithms.params import rules
-
     spec = SPECS.get(objective)
     return set(rules(spec.params_cls)) if spec else set()

@@ -25,8 +25,13 @@ from typing import Callable, List, Optional
 import yaml
 
 from harness.reports import pilot, preconditions
-from harness.reports.sequential import level, looks
-from harness.sweeps.spec import SweepSpec
+from harness.reports.collect import collect
+from harness.reports.decisions import evaluate, jobs_per_seed
+from harness.reports.locate import from_sweep_dir
+from harness.reports.sweep_spec import SweepSpec
+from harness.stats.sequential import level, looks
+from harness.stats.words import NOT_TESTABLE
+from harness.sweeps import grid_runs
 
 
 def decided(outcomes) -> bool:
@@ -57,10 +62,6 @@ def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[s
 def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
     why the main runs are refused or None)."""
-    from harness.reports.collect import collect
-    from harness.reports.locate import from_sweep_dir
-    from harness.sweeps import grid_runs
-
     design = spec.design
     seeds = ",".join(map(str, design.pilot.seeds))
     _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
@@ -79,11 +80,6 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                  clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
-    from harness.reports.collect import collect
-    from harness.reports.decisions import evaluate, jobs_per_seed
-    from harness.reports.locate import from_sweep_dir
-    from harness.sweeps import grid_runs
-
     design, budget = spec.design, spec.design.budget
     per_seed = jobs_per_seed(spec)
     cap = design.max_seeds(per_seed)
@@ -120,11 +116,11 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             data = collect(from_sweep_dir(sweep_dir, store))
             refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
             outcomes = [] if refused else evaluate(data, spec)
-        except Exception as err:  # no data yet (every run failed): keep going while budget remains
+        except Exception as err:  # the study's driver loop: no data yet (every run failed) must not end it
             print(f"harness: warning: sweep {spec.name}: tests not evaluated after round {j + 1}: {err}")
             continue
         if refused:  # the regime cannot show the claim: more seeds of it would be spent on nothing
-            stop = f"{preconditions.NOT_TESTABLE} at {n} seeds per arm — {refused}"
+            stop = f"{NOT_TESTABLE} at {n} seeds per arm — {refused}"
             break
         for o in outcomes:
             print(f"  look {j + 1} (n={n}, α={o.alpha:.4f}): {o.test.name}: {o.decision.word}"

@@ -8,7 +8,7 @@ import sys
 from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
-from harness.sweeps.spec import available_sweeps, load_sweep, sweep_path
+from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
 
 
 def _list() -> None:

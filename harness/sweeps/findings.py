@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 from typing import List
 
+from harness.config.errors import ConfigError
+from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
 from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
-from harness.sweeps.spec import SweepSpec, available_sweeps, load_sweep
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2
@@ -59,10 +60,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: List[str]) -> int:
-    from harness.config.validate import ConfigError
-    from harness.sweeps import grid_runs
-
     args = _parser().parse_args(argv)
+    from harness.sweeps import adaptive, grid_runs  # (the runners load only past --help)
+
     specs = claim_sweeps()
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -97,9 +97,7 @@ def main(argv: List[str]) -> int:
         print(f"findings: claim {index}/{len(prepared)}: {spec.name}", flush=True)
         began = time.time()
         if spec.design.adaptive:
-            from harness.sweeps.adaptive import run_adaptive
-
-            code = run_adaptive(spec, sweep_dir, user, flags)
+            code = adaptive.run_adaptive(spec, sweep_dir, user, flags)
         else:
             code = grid_runs.run(spec, sweep_dir, grids, flags, jobs)
         worst = max(worst, code)

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from harness.sweeps.spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec
+from harness.stats.words import INCONCLUSIVE, VERDICT_PREFIX, VERDICTS
 
 FINDINGS_NAME = "FINDINGS.md"
-VERDICT_LINE = re.compile(r"^\*\*Verdict: (?P<word>reproduced|not reproduced|inconclusive|not testable here) — (?P<reason>.*)\*\*$")
+VERDICT_LINE = re.compile(rf"^\*\*{re.escape(VERDICT_PREFIX)}(?P<word>{'|'.join(map(re.escape, VERDICTS))}) — "
+                          r"(?P<reason>.*)\*\*$")
 FIGURE = re.compile(r"^!\[(?P<caption>.*)\]\((?P<file>[^()\s]+\.png)\)$")  # captions may hold [0, 1]
 CLAIM_HEADING = re.compile(r"^## (?P<title>.+) · `(?P<name>[^`]+)`$")
 
@@ -50,7 +52,7 @@ def read_claim_page(result: ClaimResult, out: Path) -> ClaimPage:
     if figures.exists():
         shutil.rmtree(figures)
     figures.mkdir(parents=True)
-    verdict, reason, body, statuses = "inconclusive", "the report states no verdict", [], {}
+    verdict, reason, body, statuses = INCONCLUSIVE, "the report states no verdict", [], {}
     lines = summary.read_text(encoding="utf-8").splitlines()
     runs_at = next((i for i, line in enumerate(lines) if line == "## Runs used"), len(lines))
     for line in lines[2:runs_at]:  # title and meta line dropped
@@ -139,7 +141,7 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
     for result, page in zip(results, pages):
         spec = result.spec
         lines += [f"## {spec.claim} · `{spec.name}`", "",
-                  f"**Verdict: {page.verdict} — {page.reason}**", "",
+                  f"**{VERDICT_PREFIX}{page.verdict} — {page.reason}**", "",
                   f"_Hypothesis:_ {spec.hypothesis.strip()}", "", f"_Source:_ {spec.source}", "",
                   "Command (this claim alone): `python -m harness sweep " + spec.name + " launcher=local_parallel`"
                   f"; sweep file `sweeps/{spec.name}.yaml`; overrides {', '.join(spec.overrides) or 'none'}; "

@@ -15,8 +15,9 @@ from harness.config.flags import HARNESS_FLAGS
 from harness.launchers.where import sweep_where
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
 from harness.reports import build_sweep_reports
-from harness.sweeps.spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec
 from harness.tracking.run_tracker import PARENT_FILE
+from harness.tracking.store import mlflow_store
 
 
 def prepare(spec: SweepSpec, user: List[str]) -> Tuple[Path, List[List[str]]]:
@@ -57,8 +58,6 @@ def run(spec: SweepSpec, sweep_dir: Path, grids: List[List[str]], flags: List[st
 
 def store_of(jobs: Optional[list]) -> Optional[str]:
     """The sweep's store, full URI (its `parent_run.json` holds it masked), from its first composed job."""
-    from harness.tracking.store import mlflow_store
-
     return mlflow_store(jobs[0][0].spec) if jobs and jobs[0] else None
 
 

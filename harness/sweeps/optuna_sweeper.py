@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from harness.config.compose_errors import parse_overrides
 from harness.config.errors import ConfigError
 from harness.infra.refused import Refused
-from harness.sweeps.pruning import make_pruner
-from harness.sweeps.search_space import parse_space
+from harness.trainers.pruning import make_pruner
+from harness.config.search_space import parse_space
 
 
 log = logging.getLogger("harness")

@@ -13,6 +13,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.config.compose import compose
+from harness.config.validate import validate
+from harness.tracking.params import NOT_HASHED, flatten, looks_secret
 from harness.trainers.checkpoint import CHECKPOINT_DIR, CheckpointError, find_checkpoint, load_checkpoint
 
 SPEC_FILE = "config.yaml"
@@ -43,8 +46,6 @@ ALSO_HOW_IT_RUNS = ("experiment_name", "hydra", "trainer.branch_from")
 
 
 def _how_it_runs(name: str) -> bool:
-    from harness.tracking.params import NOT_HASHED, looks_secret
-
     return looks_secret(name) or any(name == n or name.startswith(n + ".") for n in (*NOT_HASHED, *ALSO_HOW_IT_RUNS))
 
 
@@ -74,8 +75,6 @@ def resumed_spec(spec: DictConfig) -> DictConfig:
 
 
 def _computed(spec: DictConfig) -> Dict[str, str]:
-    from harness.tracking.params import flatten
-
     return {k: v for k, v in flatten(spec).items() if not _how_it_runs(k)}
 
 
@@ -132,9 +131,6 @@ def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequenc
 
 def _default_spec(overrides: Sequence[str]) -> DictConfig:
     """The spec of the same job given only its how-it-runs overrides (what a plain resume composes)."""
-    from harness.config.compose import compose
-    from harness.config.validate import validate
-
     kept = [o for o in overrides if _how_it_runs(_override_key(o))]
     return validate(compose(kept))
 

@@ -100,8 +100,8 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_graph_sees_function_level_and_relative_imports():
     graph = import_graph()
-    assert "harness.config.validate" in graph["harness.launchers.job"]  # imported inside run_job
-    assert "harness.config.schema" in graph["harness.launchers.profiles"]
+    assert "harness.config.compose" in graph["harness.cli"]  # imported inside run_cli
+    assert "harness.config.schema" in graph["harness.config.profiles"]
 
 
 def test_no_import_cycle_outside_tracking():

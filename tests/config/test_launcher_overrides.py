@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.config.compose import compose
-from harness.launchers.profiles import profile_for, submitit_parameters
+from harness.config.profiles import profile_for, submitit_parameters
 
 
 def _slurm(*overrides):

@@ -7,7 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.sweeps.spec import load_sweep
+from harness.reports.sweep_spec import load_sweep
 
 BASE = """
 hypothesis: h
@@ -177,7 +177,7 @@ def test_the_command_for_missing_seeds_continues_a_study_or_starts_a_new_design(
     """Undecided with budget left: continue the same sequential study in its folder. Budget spent: a new
     fixed-seed design on fresh seeds only (testing the seeds already tested again, at a fresh α, would
     raise the false "reproduced" rate well above α)."""
-    from harness.reports import inference
+    from harness.stats import inference
     from harness.reports.decisions import _command
 
     spec = load_sweep("claim3_anchor")  # seeds: auto, at most 12 seeds per arm
@@ -197,7 +197,7 @@ def test_a_follow_up_on_fresh_seeds_keeps_the_false_reproduced_rate_at_alpha():
     α. On fresh seeds the follow-up's data are independent of the decision to run it, so its false
     "reproduced" rate stays ≤ α. Re-testing the first seeds with the new ones (what `seed=range(0,N)` did)
     tests data selected by being undecided: no level is guaranteed (printed for comparison)."""
-    from harness.reports import inference
+    from harness.stats import inference
 
     rng = np.random.default_rng(7)
     alpha, studies, undecided, fresh, reused = 0.05, 1500, 0, 0, 0
@@ -252,10 +252,10 @@ def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
 
 
 def test_an_undecided_regime_check_does_not_hold_a_decided_study():
-    from harness.reports import inference
+    from harness.stats import inference
     from harness.reports.decisions import Outcome
     from harness.sweeps.adaptive import decided
-    from harness.sweeps.design import TestSpec
+    from harness.stats.design import TestSpec
 
     def outcome(word, check):
         test = TestSpec("check" if check else "claim", "gain", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),),

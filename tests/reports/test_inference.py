@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.reports import inference
-from harness.reports.sequential import level, looks, spent, study
-from harness.reports.stats import bootstrap_interval, mean_curve, t_interval
+from harness.stats import inference
+from harness.stats.sequential import level, looks, spent, study
+from harness.stats.intervals import bootstrap_interval, mean_curve, t_interval
 
 ALPHA = 0.05
 
@@ -90,7 +90,7 @@ def test_holm_runs_at_the_looks_alpha_not_the_designs():
     """Two parts contradicted at p 0.004 and 0.012 at a look whose α is 0.01: Holm at 0.01 keeps the first
     (0.004 < 0.01/2), not the second; at the design's 0.05 both would hold. The verdict uses the look's α."""
     from harness.reports.decisions import Outcome, overall
-    from harness.sweeps.design import TestSpec
+    from harness.stats.design import TestSpec
 
     spec = TestSpec("t", "final_accuracy", "greater", 0.05, ((((("algo.name", "a"),), 1.0)),))
     look = [Outcome(spec, _contradicted(p), [], 0.01, None) for p in (0.004, 0.012)]

@@ -8,10 +8,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.reports import inference, pilot
+from harness.reports import pilot
+from harness.stats import inference
 from harness.reports.data import Run, SweepData
 from harness.reports.decisions import evaluate
-from harness.sweeps.spec import load_sweep
+from harness.reports.sweep_spec import load_sweep
 
 DESIGN = """
 hypothesis: drpo ends above dppo
@@ -74,7 +75,7 @@ def test_the_simulated_power_matches_the_noncentral_t_for_a_fixed_design():
     """One look at 12 seeds, α 0.05, paired SD 0.1, SESOI 0.1: the t-test's power from the noncentral t."""
     from scipy import stats
 
-    from harness.sweeps.design import Budget, Design, TestSpec
+    from harness.stats.design import Budget, Design, TestSpec
 
     test = TestSpec("t", "final_accuracy", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),))
     design = Design(budget=Budget(runs=12, per_round=12, max_seeds=12), seeds="auto", tests=(test,))

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from harness.reports.collapse import detect_collapse, fall_below_start, moving_average
+from harness.stats.collapse import detect_collapse, fall_below_start, moving_average
 
 S = np.arange(8)
 

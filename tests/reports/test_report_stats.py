@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.reports.stats import bootstrap_interval, mean_curve, t_interval, t_quantile
+from harness.stats.intervals import bootstrap_interval, mean_curve, t_interval, t_quantile
 
 # Student-t 97.5% quantiles (two-sided 95%), as printed in every t table / scipy.stats.t.ppf.
 T975 = {1: 12.706204736174698, 2: 4.302652729911275, 3: 3.182446305284263, 4: 2.7764451051977934,

@@ -1,4 +1,4 @@
-"""`method: exact` (harness/reports/robust.py) on simulated outcomes the toy study actually sees: accuracies
+"""`method: exact` (harness/stats/robust.py) on simulated outcomes the toy study actually sees: accuracies
 on a fixed eval set (discrete: ties, sometimes no spread at all) and runs that collapse (mixtures, rates
 0–25%). The error rates of the exact tests stay ≤ α (+ 3 Monte Carlo standard errors); the t-tests'
 failures under the same mixtures are printed beside them (fixed RNG seeds throughout)."""
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.reports import inference, robust
-from harness.reports.sequential import study
+from harness.stats import inference, robust
+from harness.stats.sequential import study
 
 ALPHA = 0.05
 EVAL_SIZE = 32  # problems in the eval set: accuracy moves in steps of 1/32

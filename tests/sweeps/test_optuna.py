@@ -6,8 +6,8 @@ import optuna
 import pytest
 from omegaconf import OmegaConf
 
-from harness.sweeps.pruning import Pruned, pruning_hook
-from harness.sweeps.search_space import parse_dimension, parse_space
+from harness.trainers.pruning import Pruned, pruning_hook
+from harness.config.search_space import parse_dimension, parse_space
 
 SEARCH = ("multirun", "sweeper=optuna", "algo=drpo", '+hydra.sweeper.params.delta="float(0.05,20,log)"',
           "hydra.sweeper.n_trials=3", "debug=quick", "trainer.steps=4", "trainer.eval_every=2")

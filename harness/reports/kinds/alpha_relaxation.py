@@ -9,15 +9,13 @@ import numpy as np
 
 from harness.reports import plots
 from harness.reports.artifacts import token_stats
-from harness.reports.data import Run, SweepData, fmt
+from harness.reports.data import ENTROPY, LOWPROB_MASKED as LOWPROB, Run, SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import shades
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
 from harness.reports.summary import EVAL, summarize, variants, window_mean
+from harness.stats.intervals import t_interval
 
-LOWPROB = "objective/lowprob_masked_frac"
-ENTROPY = "train/entropy"
 RELAX_STYLES = {"off": "-", "both": "-.", "high": "--", "low": ":"}
 RELAX_MARKERS = {"off": "o", "both": "s", "high": "^", "low": "v"}
 

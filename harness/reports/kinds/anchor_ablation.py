@@ -9,8 +9,8 @@ from harness.reports.data import Run, SweepData
 from harness.reports.page import Page
 from harness.reports.palette import ANCHOR_STYLES, line_style, shades
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
 from harness.reports.summary import EVAL, summarize, variants, window_mean
+from harness.stats.intervals import t_interval
 
 MISMATCH = "train/mismatch"
 

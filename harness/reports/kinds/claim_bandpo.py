@@ -8,14 +8,12 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.reports import claims, plots
-from harness.reports.data import SweepData
+from harness.reports.data import ENTROPY, LOWPROB_MASKED as LOW_CLIP, SweepData
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
 from harness.reports.summary import EVAL
 
-LOW_CLIP = "objective/lowprob_masked_frac"
-ENTROPY = "train/entropy"
 SWEEP = "claim6_bandpo"
 
 

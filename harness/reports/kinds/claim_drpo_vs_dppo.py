@@ -13,7 +13,7 @@ from harness.reports.outcomes import per_seed
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
+from harness.stats.intervals import t_interval
 
 SWEEP = "claim5_drpo_vs_dppo"
 BY_CONSTRUCTION = ("DRPO at its paper default δ = 12.5 is pg_is by construction: |π − ν| ≤ 1, so its weight "

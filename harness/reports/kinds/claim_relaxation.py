@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.reports import claims, plots
-from harness.reports.data import Run, SweepData
+from harness.reports.data import ENTROPY, Run, SweepData
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, shades
 from harness.reports.registry import ReportKind
 from harness.reports.summary import EVAL
 
-ENTROPY = "train/entropy"
 SWEEP = "claim4_relaxation"
 
 

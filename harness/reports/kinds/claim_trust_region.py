@@ -7,11 +7,11 @@ from typing import Optional
 
 from harness.reports import claims, plots
 from harness.reports.data import SweepData, fmt
+from harness.reports.outcomes import per_seed
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
-from harness.reports.outcomes import per_seed
+from harness.stats.intervals import t_interval
 
 OBJECTIVES = ("pg_is", "cispo", "dppo")
 SCALE = "precision.mismatch_scale"

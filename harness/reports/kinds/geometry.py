@@ -10,9 +10,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from harness.algorithms import SPECS
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.geometry_cache import cached_grid
 from harness.reports.page import Page
+from harness.reports.plots import plt
 from harness.reports.registry import ReportKind
 from harness.reports.thresholds import SYMBOLS, default_threshold, objective_params, threshold_param
 
@@ -26,8 +28,6 @@ NOT_GEOMETRY = ("anchor", "is_cap")  # the grid is drawn with ν given: anchor/I
 
 def _settings(runs: List[Run]) -> Dict[str, List[Tuple[Dict[str, Any], str]]]:
     """objective -> [(params, label)]: distinct parameter sets in the sweep, then the default threshold."""
-    from harness.algorithms import SPECS
-
     out: Dict[str, List[Tuple[Dict[str, Any], str]]] = {}
     for run in runs:
         if run.objective not in SPECS:
@@ -53,16 +53,12 @@ def _label(objective: str, params: Dict[str, Any]) -> str:
 
 
 def needs(data: SweepData) -> Optional[str]:
-    from harness.algorithms import SPECS
-
     if any(r.objective in SPECS for r in data.runs):
         return None
     return "needs runs of objectives from the library (harness.algorithms)"
 
 
 def build(data: SweepData, page: Page) -> None:
-    from harness.algorithms import SPECS
-
     used = [r for r in data.runs if r.objective in SPECS]
     page.uses(used)
     page.text("Gradient weight G/(r·A) of one token as a function of its anchor probability ν (x) and current "
@@ -81,7 +77,7 @@ def build(data: SweepData, page: Page) -> None:
                 x0, y0 = j * (1 + GAP), (len(entries) - 1 - i) * (1 + GAP)
                 try:
                     weight = cached_grid(objective, sign, params, GRID, partial(_grid, objective, sign, params))
-                except Exception as err:  # a parameter set the library refuses: say so on the panel
+                except ValueError as err:  # a parameter set the library refuses: say so on the panel
                     page.missing(f"{label}: weight grid not computable ({err}).")
                     ax.text(x0 + 0.5, y0 + 0.5, "not computable", ha="center", va="center")
                     continue
@@ -116,7 +112,7 @@ def _grid(objective: str, sign: float, params: Dict[str, Any]) -> np.ndarray:
     machine's contention cost more than they save; the caller's thread count is restored."""
     import torch
 
-    from harness.algorithms import gradient_weight_grid
+    from harness.algorithms import gradient_weight_grid  # torch: only to draw (the index imports every kind)
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -129,8 +125,6 @@ def _grid(objective: str, sign: float, params: Dict[str, Any]) -> np.ndarray:
 def _mosaic(n_rows: int):
     """One axes holding n_rows × 2 heatmap panels side by side (panel = unit square, GAP between them):
     a figure of 2n separate axes spends most of its time building ticks, this one a handful."""
-    from harness.reports.plots import plt  # Agg backend
-
     height = 2.5 * n_rows + 1.1
     fig = plt.figure(figsize=(7.0, height))
     ax = fig.add_axes((0.18, 0.7 / height, 0.64, 1 - 1.45 / height))

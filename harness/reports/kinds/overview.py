@@ -6,13 +6,13 @@ from typing import Optional
 import numpy as np
 
 from harness.reports import plots
-from harness.reports.collapse import DROP, EVAL_WINDOW
 from harness.reports.data import SweepData, fmt
 from harness.reports.page import Page
 from harness.reports.palette import colour
 from harness.reports.registry import ReportKind
 from harness.reports.summary import short_key, summarize
 from harness.reports.thresholds import threshold
+from harness.stats.collapse import DROP, EVAL_WINDOW
 
 
 def needs(data: SweepData) -> Optional[str]:

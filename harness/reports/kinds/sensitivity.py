@@ -7,15 +7,17 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from harness.config.yaml_errors import YAML_READ_ERRORS
 from harness.reports import plots, threshold_effect
 from harness.reports.data import Run, SweepData, fmt
+from harness.reports.decisions import spec_for
+from harness.reports.outcomes import per_seed
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour, shades
-from harness.reports.outcomes import per_seed
 from harness.reports.registry import ReportKind
-from harness.reports.stats import T_METHOD, t_interval
 from harness.reports.summary import EVAL, LAST_K, summarize, variants
 from harness.reports.thresholds import threshold, threshold_param
+from harness.stats.intervals import T_METHOD, t_interval
 
 MARKERS = "osD^v<>"
 
@@ -42,8 +44,6 @@ def needs(data: SweepData) -> Optional[str]:
 
 def design_of(data: SweepData) -> Tuple[float, float, float, int]:
     """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults."""
-    from harness.reports.decisions import spec_for
-
     spec = spec_for(data)
     if spec is None:
         return threshold_effect.DEFAULT_SESOI, 0.05, 0.8, LAST_K
@@ -65,8 +65,6 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
 def missing_seeds_command(data: SweepData, want: int) -> str:
     """The command that runs `want` fresh seeds of this sweep (the named sweep's, else its own overrides), after
     every seed already run: a new design reported on its own, which never tests the seeds tested here again."""
-    from harness.reports.decisions import spec_for
-
     first = 1 + max((int(r.seed) for r in data.runs if str(r.seed).lstrip("-").isdigit()), default=-1)
     seeds = f"'seed=range({first},{first + want})'"
     spec = spec_for(data)
@@ -86,7 +84,7 @@ def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
 
     try:
         task = OmegaConf.load(data.sweep_dir / "multirun.yaml").hydra.overrides.task
-    except Exception:  # an unreadable or foreign multirun.yaml: no command rather than a wrong one
+    except YAML_READ_ERRORS:  # an unreadable or foreign multirun.yaml: no command rather than a wrong one
         return None
     return [str(o) for o in task]
 

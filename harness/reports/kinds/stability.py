@@ -11,13 +11,13 @@ import numpy as np
 from harness.reports import plots
 from scipy import stats
 
-from harness.reports.collapse import DROP, EVAL_WINDOW, TRAIN_WINDOW
 from harness.reports.data import Run, SweepData
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, PRECISION_STYLES, colour, line_style, shades
 from harness.reports.registry import ReportKind
-from harness.reports.stats import t_interval
 from harness.reports.summary import EVAL, summarize, variants, window_mean
+from harness.stats.collapse import DROP, EVAL_WINDOW, TRAIN_WINDOW
+from harness.stats.intervals import t_interval
 
 METRICS = [("train/mismatch", "mismatch |μ − π'|"), ("train/entropy", "entropy"),
            ("train/grad_norm", "gradient norm"), (EVAL, "eval accuracy")]

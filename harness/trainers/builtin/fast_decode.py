@@ -31,7 +31,7 @@ def supports(policy) -> bool:
     """True when `policy` is a transformers Qwen3ForCausalLM with the plain settings this path implements."""
     try:
         return _supports(policy)
-    except Exception:  # an unexpected config layout: keep the HF path
+    except (AttributeError, TypeError, ValueError):  # an unexpected config layout: keep the HF path
         return False
 
 

@@ -15,8 +15,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from harness.trainers.builtin import fast_decode
+from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import cache_argument
 from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant, fp8_quantised_linear_names
+from harness.trainers.builtin.tokenizer import encode_batch
 
 
 @dataclass
@@ -67,8 +70,6 @@ class RolloutEngine:
 
     @classmethod
     def from_config(cls, model_cfg, vocab_size: int, spec: PrecisionSpec) -> "RolloutEngine":
-        from harness.trainers.builtin.model import build_model
-
         return cls(build_model(model_cfg, vocab_size, seed=0), spec)
 
     @torch.no_grad()
@@ -93,7 +94,6 @@ class RolloutEngine:
         where it does not apply (other architectures) or HARNESS_ROLLOUT_HF=1 asks for the HF forward."""
         import os
 
-        from harness.trainers.builtin import fast_decode
 
         lean = self.__dict__.get("_lean")
         if lean is None:
@@ -208,8 +208,6 @@ def evaluate_accuracy(
 
     Sync the engine first if the trainer's weights changed. Deterministic given `seed`.
     """
-    from harness.trainers.builtin.tokenizer import encode_batch
-
     generator = torch.Generator().manual_seed(seed)
     # Room for the longest answer and its `<eos>`; anything longer cannot be correct.
     max_new_tokens = task.max_answer_length + 1

@@ -32,8 +32,8 @@ from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import cache_folder, warm_start
-from harness.sweeps.pruning import pruning_hook
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
+from harness.trainers.pruning import pruning_hook
 
 log = logging.getLogger("harness")
 # The run's own record: Hydra's job logging writes it to the run folder's job.log only (conf/config.yaml).

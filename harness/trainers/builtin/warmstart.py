@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from harness.trainers.builtin.precision import precision_spec
+from harness.trainers.builtin.rollout import RolloutEngine, evaluate_accuracy
 
 log = logging.getLogger("harness")
 
@@ -135,9 +137,6 @@ def _target_accuracy(cfg) -> float | None:
 
 
 def _train(model, tokenizer, task, cfg, seed: int) -> dict:
-    from harness.trainers.builtin.precision import precision_spec
-    from harness.trainers.builtin.rollout import RolloutEngine, evaluate_accuracy
-
     rng = np.random.default_rng([seed, WARMSTART_VERSION])
     target = _target_accuracy(cfg)
     if target is not None:

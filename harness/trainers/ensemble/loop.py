@@ -55,7 +55,7 @@ def _after_evaluation(trainer: EnsembleTrainer, metrics: Dict[int, Dict[str, flo
         if member.alive and member.on_eval is not None and "eval/accuracy" in values:
             try:
                 member.on_eval(trainer.step, values)
-            except Exception as err:  # Pruned, or the study's store failing: this member's end, not the others'
+            except Exception as err:  # a member's boundary (Pruned, a store failing): its end, not the others'
                 trainer.fail(member, err)
 
 

@@ -9,16 +9,15 @@ from typing import Dict
 
 from omegaconf import DictConfig
 
-from harness.sweeps.pruning import pruning_hook
+from harness.trainers.builtin.trainer import BuiltinTrainer
 from harness.trainers.ensemble import loop
 from harness.trainers.ensemble.trainer import EnsembleTrainer, stackable
+from harness.trainers.pruning import pruning_hook
 
 
 class SoloTrainer:
     def __init__(self, cfg: DictConfig, run_dir: Path, tracker):
         if not stackable(cfg):
-            from harness.trainers.builtin.trainer import BuiltinTrainer
-
             self.reference = BuiltinTrainer(cfg, run_dir=run_dir, tracker=tracker)
             return
         self.reference = None

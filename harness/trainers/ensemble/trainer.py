@@ -21,6 +21,7 @@ import torch
 from omegaconf import DictConfig
 
 from harness.algorithms import aggregate, compute_advantages
+from harness.trainers.builtin import fast_decode
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
@@ -44,7 +45,6 @@ def stackable(cfg: DictConfig) -> bool:
     a `model.path` checkpoint may be another architecture)."""
     if cfg.model.get("path") is None:
         return True
-    from harness.trainers.builtin import fast_decode
 
     return fast_decode.supports(build_model(cfg.model, vocab_size=len(build_tokenizer()), seed=0))
 

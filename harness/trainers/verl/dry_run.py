@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional, Sequence
+from harness.trainers.verl.plan import build_plan
 
 
 def print_plans(configs: Sequence, run_dir: Optional[Path] = None) -> int:
     """Print the plan of every trainer=verl config (run folders shown as <run_dir>/<job number>)."""
-    from harness.trainers.verl.plan import build_plan
-
     root = Path(run_dir or "<run_dir>")
     verl_jobs = [c for c in configs if c.trainer.name == "verl"]
     for i, cfg in enumerate(verl_jobs):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import subprocess
 from typing import Any, Dict, Mapping, Optional, Sequence
+from harness.trainers.verl.options import verl_options
+from harness.trainers.verl.site import site
 
 VERL_VERSION = "0.9.1"
 PROBE_TIMEOUT_S = 180  # importing verl and ray on a busy login node
@@ -37,7 +39,7 @@ for name in ("verl", "ray"):
     try:
         module = __import__(name)
         out[name] = getattr(module, "__version__", None) or metadata.version(name)
-    except Exception as err:
+    except Exception as err:  # a probe of a broken install (any error on import): reported, not raised
         out[name + "_error"] = f"{type(err).__name__}: {err}".splitlines()[0]
 try:
     out["ray_requirement"] = next((r.split(";")[0].strip() for r in metadata.requires("verl") or []
@@ -96,9 +98,6 @@ def check_environment(python: str, source: str, packages: Optional[Mapping[str, 
 
 def check_runs(configs) -> None:
     """Each distinct verl environment of the trainer=verl runs, once."""
-    from harness.trainers.verl.options import verl_options
-    from harness.trainers.verl.site import site
-
     seen = set()
     for cfg in configs:
         if cfg.trainer.name != "verl":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.config.profiles import profile_for
 from harness.trainers.verl.options import VerlOptions
 
 CLUSTER_LAUNCHERS = ("slurm", "submitit_local")
@@ -37,8 +38,6 @@ def interpreter(path: str) -> str:
 
 def site(cfg, options: VerlOptions) -> Site:
     if cfg.launcher.name in CLUSTER_LAUNCHERS:
-        from harness.launchers.profiles import profile_for
-
         profile = profile_for(cfg.launcher)
         name = f"launcher profile {cfg.launcher.get('profile') or 'test_cluster'!r}"
         python, source = (options.python, "trainer.verl.python") if options.python else \

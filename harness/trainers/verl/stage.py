@@ -18,10 +18,15 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from harness.config.compose import compose, expand_sweep
+from harness.config.errors import EXIT_BAD_INPUT
+from harness.config.validate import ConfigError
+from harness.trainers.verl import layout
+from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.presets import parse_hub_ref
+from harness.trainers.verl.site import site
 from harness.trainers.verl.staging import read_manifest, slug, write_manifest
 
-EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
 
 
@@ -32,11 +37,6 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
 
 def wanted(overrides: List[str]) -> Tuple[List[str], List[str], Optional[Path]]:
     """(model references, dataset references, the profile's stage folder) of every job of the overrides."""
-    from harness.config.compose import compose, expand_sweep
-    from harness.trainers.verl import layout
-    from harness.trainers.verl.options import verl_options
-    from harness.trainers.verl.site import site
-
     models, datasets, stage_dir = [], [], None
     for job in expand_sweep(overrides):
         cfg = compose(job)
@@ -119,7 +119,6 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--from", dest="mirror", help="copy hub references from this local mirror (<org>/<name>)")
     parser.add_argument("overrides", nargs="*", help="the run's or sweep's overrides (trainer=verl ...)")
     args = parser.parse_args(argv)
-    from harness.config.validate import ConfigError
 
     try:
         models, datasets, profile_dir = wanted(args.overrides)
@@ -133,7 +132,7 @@ def main(argv: List[str]) -> int:
         return _fail(f"--from {args.mirror!r} is not a folder")
     try:
         report = stage(models, datasets, target, mirror)
-    except Exception as err:  # a download or copy failed: what was staged so far is kept in the manifest
+    except Exception as err:  # the command's boundary: a download or copy failed; what was staged is kept
         return _fail(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", EXIT_FAILED)
     for ref, what in report.items():
         print(f"{ref}: {what}")

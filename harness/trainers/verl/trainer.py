@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
+from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
 from harness.trainers.verl.metrics import MetricsFollower, translate
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.plan import Plan, build_plan
@@ -60,8 +61,6 @@ class VerlTrainer:
         return str(found)
 
     def _resumed_step(self) -> int:
-        from harness.trainers.checkpoint import checkpoint_paths
-
         meta = checkpoint_paths(self.run_dir)[1]
         if self.cfg.trainer.get("resume") and meta.is_file():
             import json
@@ -113,7 +112,6 @@ class VerlTrainer:
         latest = latest_verl_checkpoint(self.plan.paths.checkpoints)
         if latest is None or latest == self.checkpointed:
             return
-        from harness.trainers.checkpoint import save_checkpoint
 
         step = int(latest.name.rpartition("_")[2])
         save_checkpoint(self.run_dir, {"trainer": "verl", "verl_checkpoint": str(latest), "step": step}, step,

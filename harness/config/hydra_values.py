@@ -14,6 +14,7 @@ def override(key: str, value: Any) -> str:
     plain name, so `"e1,e2"` stays one string, not a sweep of two. ValueError when Hydra would read it back
     as something else."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
 
     if value is None:
         text = "null"
@@ -29,7 +30,7 @@ def override(key: str, value: Any) -> str:
     try:
         parsed, = OverridesParser.create().parse_overrides([item])
         read_back = parsed.value()
-    except Exception:  # Hydra's OverrideParseException
+    except OverrideParseException:
         raise ValueError(f"{value!r} cannot be given to Hydra as one value") from None
     if parsed.is_sweep_override() or read_back != value or type(read_back) is not type(value):
         raise ValueError(f"{value!r} cannot be given to Hydra as one value")

@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from scipy import stats
 
-from harness.reports import inference
+from harness.stats import inference
 
 
 def spent(t: float, alpha: float) -> float:

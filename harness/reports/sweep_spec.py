@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List
 
+from harness.config.hydra_values import override
 from harness.config.names import did_you_mean
+from harness.reports.sweep_file import read_sweep_file, resolve_path
 from harness.infra.resources import available, search_dirs
-from harness.sweeps.design import Design
-from harness.sweeps.hydra_values import override
-from harness.sweeps.sweep_file import read_sweep_file, resolve_path
+from harness.stats.design import Design
 
 
 @dataclass

@@ -15,8 +15,8 @@ import yaml
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from harness.sweeps.design import parse_design
-from harness.sweeps.hydra_values import override
+from harness.config.hydra_values import override
+from harness.stats.design import parse_design
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 AXIS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -43,7 +43,7 @@ class TestFile:
 
 @dataclass
 class SweepFile:
-    """The keys a sweep file may hold and their types; what each means is in harness/sweeps/spec.py and
+    """The keys a sweep file may hold and their types; what each means is in harness/reports/sweep_spec.py and
     design.py (which check the values' ranges)."""
     hypothesis: str = MISSING
     reports: List[str] = MISSING
@@ -267,13 +267,14 @@ def _check_grids(reader: _Reader, grids: List[Dict[str, Any]]) -> None:
 
 def _check_overrides(reader: _Reader, overrides: List[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
 
     parser = OverridesParser.create()
     for index, item in enumerate(overrides):
         where = f"overrides[{index}]"
         try:
             parsed, = parser.parse_overrides([str(item)])
-        except Exception as err:  # Hydra's OverrideParseException: several lines
+        except OverrideParseException as err:  # several lines
             raise reader.error(where, f"{item!r} is not a Hydra override ({str(err).splitlines()[0]})") from None
         if parsed.is_sweep_override():
             raise reader.error(where, f"{item!r} sweeps several values; put sweep axes in a grid")

@@ -27,11 +27,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import robust
+from harness.stats import robust
+from harness.stats.words import HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED  # noqa: F401
 
-HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
 METHODS = ("t", "exact")
-REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
 MAX_SEEDS_SEARCHED = 10000
 
 

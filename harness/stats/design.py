@@ -16,7 +16,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
-                                         # | exact (valid when some runs collapse: harness/reports/robust.py)
+                                         # | exact (valid when some runs collapse: harness/stats/robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
     preconditions:                       # regime checks that gate the verdict (harness/reports/preconditions.py)
       - name: the mismatch is LLM-like   # the claim's cause is present
@@ -39,7 +39,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-HYPOTHESES = ("greater", "less", "noninferior", "equivalent")
+from harness.config.selectors import parse_selector
+from harness.stats.measures import MEASURES
+from harness.stats.words import HYPOTHESES
+
 METHODS = ("t", "fisher", "exact")
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
@@ -114,25 +117,8 @@ class Design:
         return cap
 
 
-def parse_selector(text: str) -> Tuple[Tuple[str, Any], ...]:
-    """'algo.name=dppo,precision.mismatch_scale=8' -> (('algo.name', 'dppo'), ('precision.mismatch_scale', 8))."""
-    import yaml
-
-    pairs = []
-    for part in str(text).split(","):
-        if "=" not in part:
-            raise ValueError(f"arm selector {text!r}: {part!r} is not key=value")
-        key, value = part.split("=", 1)
-        pairs.append((key.strip(), yaml.safe_load(value.strip())))
-    return tuple(pairs)
-
-
 def parse_design(name: str, data: Dict[str, Any]) -> Design:
     """The design keys of a sweep file (popped from `data`); ValueError naming the key on bad input."""
-    from harness.reports.inference import min_fisher_p
-    from harness.reports.outcomes import MEASURES
-    from harness.reports.sequential import level
-
     def bad(key, why):
         return ValueError(f"sweep {name!r}: {key} {why}")
 
@@ -221,6 +207,9 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     for test in design.tests:
         if test.method != "fisher":
             continue
+        from harness.stats.inference import min_fisher_p  # (scipy: only for a Fisher test, not to list sweeps)
+        from harness.stats.sequential import level
+
         n = design.max_seeds(per_seed) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
         smallest = min_fisher_p(n, n)

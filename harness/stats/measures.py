@@ -1,0 +1,21 @@
+"""The per-run outcomes a sweep's tests may be declared on (`measure:`): each name with what it means and
+the range it can take. How each is computed from a run's curves is in harness/reports/outcomes.py."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+Bounds = Tuple[Optional[float], Optional[float]]
+
+MEASURES: Dict[str, Tuple[str, Bounds]] = {  # name -> (description, bounds)
+    "final_accuracy": ("eval accuracy, mean of the last k evaluations", (0.0, 1.0)),
+    "gain": ("final accuracy (last k evaluations) minus the run's first evaluation", (-1.0, 1.0)),
+    "learning_speed": ("mean eval accuracy over the evaluations after step 0 in the first half of training",
+                       (0.0, 1.0)),
+    "train_accuracy": ("training accuracy, mean over the last 10% of steps", (0.0, 1.0)),
+    "entropy": ("token entropy (nats), mean over the last 10% of steps", (0.0, None)),
+    "lowprob_clipped": ("fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps", (0.0, 1.0)),
+    "lowprob_share": ("fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps", (0.0, 1.0)),
+    "mismatch": ("mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None)),
+    "log_mismatch_growth": ("log(mismatch over the last 10% of steps / over the first 10%)", (None, None)),
+    "collapsed": ("1 if the run collapsed (below its own start, smoothed; or non-finite), else 0", (0.0, 1.0)),
+}
