@@ -150,9 +150,9 @@ def _refuse_unread_keys(cfg: DictConfig, node: Any = None, prefix: str = "") -> 
                 raise ConfigError(f"unknown key '{path}' (added with +{path}=): no component reads it; "
                                   f"{did_you_mean(str(key), allowed, f'{parent}.{{}}' if parent else '{}')}"
                                   f"allowed: {', '.join(allowed)}")
-    for key in node.keys():
-        child = node._get_node(key)
-        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+    for key, child in node.items_ex(resolve=False):  # a child node as composed: interpolations left as they are
+        if (isinstance(child, DictConfig) and not OmegaConf.is_missing(node, key)
+                and not OmegaConf.is_interpolation(node, key) and node[key] is not None):
             _refuse_unread_keys(cfg, child, f"{prefix}{key}.")
 
 
