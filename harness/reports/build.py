@@ -15,7 +15,8 @@ from harness.reports.data import SweepData
 from harness.reports.local import collect_local
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
-from harness.reports.page import HTML_NAME, MD_NAME, Page, _template
+from harness.reports.page import HTML_NAME, MD_NAME, Page
+from harness.reports.render import render_page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
 from harness.infra.secrets import scrub
 
@@ -164,7 +165,6 @@ def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequ
         lines.append(f"- {name}: FAILED — {error}")
     body = "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
     meta = f"{len(data.runs)} runs · data: {data.source}"
-    text = _template().replace("{{title}}", html.escape(f"Reports of sweep {data.sweep_id}"))
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / HTML_NAME).write_text(text.replace("{{meta}}", html.escape(meta)).replace("{{body}}", body))
+    (folder / HTML_NAME).write_text(render_page(f"Reports of sweep {data.sweep_id}", meta, body))
     (folder / "README.md").write_text("\n".join(lines) + "\n")

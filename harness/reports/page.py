@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-from importlib import resources
 from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
 from harness.reports.data import Run, fmt
+from harness.reports.render import render_page
 
 HTML_NAME, MD_NAME = "index.html", "summary.md"
-
-
-def _template() -> str:
-    return resources.files("harness.reports").joinpath("templates/page.html").read_text(encoding="utf-8")
 
 
 def _is_number(value: Any) -> bool:
@@ -83,8 +79,7 @@ class Page:
         meta = f"sweep {self.sweep_id} · {len(runs)} runs · generated {stamp}"
         meta += f" · data: {self.source}" if self.source else ""
         html_body = self._html_notes() + "".join(self._html(b) for b in self.blocks) + self._html_runs(runs)
-        page = _template().replace("{{title}}", html.escape(self.title)).replace("{{meta}}", html.escape(meta))
-        page = page.replace("{{body}}", html_body)
+        page = render_page(self.title, meta, html_body)
         md = [f"# {self.title}", "", f"_{meta}_", ""]
         if self.notes:
             md += ["## Missing data", ""] + [f"- {n}" for n in self.notes] + [""]
