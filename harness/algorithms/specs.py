@@ -16,7 +16,8 @@ from harness.algorithms.params import (
 from harness.algorithms.table import render_table
 
 GEOMETRIES = ("ratio", "absolute-shift", "probability-aware", "none")
-SHORTCUTS = ("delta", "alpha")
+SHORTCUTS = ("delta", "alpha")  # run-level names for an objective's thresholds (`delta=0.1`)
+RUN_SHORTCUTS = (*SHORTCUTS, "anchor")  # every top-level key that maps onto `algo.*`
 
 
 @dataclass(frozen=True)

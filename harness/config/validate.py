@@ -171,7 +171,7 @@ def _apply_shortcuts(cfg: DictConfig, overrides: Sequence[str] = ()) -> None:
             raise ConfigError(f"{shortcut}={value} and algo.{param}={explicit} set the same parameter to "
                               f"different values: give one of them")
     with open_dict(cfg):
-        for shortcut in ("delta", "alpha"):
+        for shortcut in specs.SHORTCUTS:
             value = cfg.get(shortcut)
             if value is None:
                 continue

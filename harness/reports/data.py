@@ -13,11 +13,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from harness.algorithms.specs import RUN_SHORTCUTS
+
 EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 # Keys that say where/how a run is executed, or that duplicate algo.* (the top-level shortcuts): never
 # used to tell runs of a sweep apart.
 NOT_A_FACTOR = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume",
-                "delta", "alpha", "anchor", "seed", "experiment_name", "hydra")
+                *RUN_SHORTCUTS, "seed", "experiment_name", "hydra")
 METRIC_PREFIXES = ("train/", "eval/", "objective/")
 EVAL, ENTROPY = "eval/accuracy", "train/entropy"  # metric keys the reports read by name
 LOWPROB_MASKED = "objective/lowprob_masked_frac"

@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from harness import __version__
+from harness.algorithms.specs import RUN_SHORTCUTS
 from harness.infra.code_version import code_version
 # the one masking rule, re-exported for the modules that import it from here
 from harness.infra.secrets import (MASK, looks_secret, mask_overrides, mask_tree, safe_run_name,  # noqa: F401
@@ -26,7 +27,7 @@ from harness.infra.secrets import (MASK, looks_secret, mask_overrides, mask_tree
 NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
               "reuse_across_versions",
               "trainer.torch_threads", "sweeper", "optuna",
-              "delta", "alpha", "anchor")
+              *RUN_SHORTCUTS)
 
 
 def redacted_container(cfg: DictConfig) -> Any:

@@ -12,9 +12,11 @@ from typing import Dict, List, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from harness.algorithms.specs import RUN_SHORTCUTS
+
 # Keys (dotted prefixes) in which members of one ensemble may differ.
 ALLOWED_TO_DIFFER = (
-    "seed", "algo", "delta", "alpha", "anchor", "precision.mismatch_scale",
+    "seed", "algo", *RUN_SHORTCUTS, "precision.mismatch_scale",
     "trainer.temperature", "trainer.grad_clip", "trainer.advantage", "trainer.loss_agg", "trainer.warmstart.seed",
     "trainer.progress", "trainer.torch_threads", "trainer.checkpoint_background",
     # where and how a run is recorded, not what it computes
