@@ -16,6 +16,7 @@ from hydra.experimental.callback import Callback
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
+from tqdm import tqdm
 
 from harness.config.compose import Job, describe_composition_error, task_config
 from harness.config.errors import ConfigError
@@ -35,6 +36,7 @@ class JobFailed(RuntimeError):
 
 
 Key = Tuple[str, ...]  # a job's overrides
+PROGRESS_MIN_JOBS = 24  # Hydra composes a job in 0.1-0.2 s: a larger sweep shows a bar while it is composed
 
 
 def no_callbacks() -> Callback:
@@ -84,7 +86,9 @@ class HarnessLauncher(Launcher):
         that cannot run. A job is composed once: `launch` finds the jobs a sweeper prepared before it.
         keep=False: validate only (e.g. the edges of a search space, never run as such)."""
         jobs = []
-        for base in job_overrides:
+        shown = tqdm(job_overrides, desc="composing", unit="job", leave=False,
+                     disable=None if len(job_overrides) >= PROGRESS_MIN_JOBS else True)  # a bar on a terminal only
+        for base in shown:
             overrides = [str(o) for o in self.job_overrides(base)]
             job = self.prepared.get(tuple(overrides)) or self._compose(overrides)
             if keep:
