@@ -57,7 +57,8 @@ def check_output_folders(jobs: Sequence, multirun: bool) -> None:
         return
     first = jobs[0]
     # the command line's overrides: a launcher's job has its task overrides, Hydra keeps hydra.* ones apart
-    given = [*first.overrides, *(OmegaConf.select(first.config, "hydra.overrides.hydra") or [])]
+    hydra_overrides = OmegaConf.select(first.config, "hydra.overrides.hydra")  # as given: interpolations unresolved
+    given = [*first.overrides, *(OmegaConf.to_container(hydra_overrides, resolve=False) if hydra_overrides else [])]
     if not multirun:
         if _explicit(given, "hydra.run.dir"):
             _check_run_dir(Path(str(OmegaConf.select(first.config, "hydra.run.dir"))), first.spec)
