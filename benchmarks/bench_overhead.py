@@ -84,14 +84,14 @@ import harness.trainers, harness.tracking.tracker as tt
 acc["imports"] = time.perf_counter() - started
 wrap(harness.config.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
-wrap(harness.tracking, "open_tracker", "open_tracker")
-build_trainer = harness.trainers.build_trainer
+wrap(harness.launchers.job, "open_tracker", "open_tracker")  # the job's own name for it (imported at module level)
+build_trainer = harness.launchers.job.build_trainer
 def build_then_wrap(*a, **k):
     trainer = build_trainer(*a, **k)
     wrap_trainer()
     return trainer
-harness.trainers.build_trainer = build_then_wrap
-wrap(harness.trainers, "build_trainer", "trainer_init")
+harness.launchers.job.build_trainer = build_then_wrap
+wrap(harness.launchers.job, "build_trainer", "trainer_init")
 wrap(harness.launchers.job, "run_job", "job")
 for cls in (tt.Tracker, tt.MlflowTracker):
     for attr, key in (("log_metrics", "log_metrics"), ("flush", "tracker_flush"), ("finish", "tracker_finish")):
