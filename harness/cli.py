@@ -179,9 +179,9 @@ def _run_one(job) -> None:
     from harness.launchers.preflight import check_jobs, print_dry_run
     from hydra_plugins.harness_launcher.single_run import run_single
 
-    check_jobs([job], multirun=False)
-    if print_dry_run([job]):
+    if print_dry_run([job]):  # the plan only: nothing is checked against the cluster or started
         return
+    check_jobs([job], multirun=False)
     notice(f"starting run {results.run_name(job.overrides) or job.spec.algo.name} (loading torch, mlflow)…")
     run_single(job.config, job.spec)
 

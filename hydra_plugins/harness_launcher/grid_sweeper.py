@@ -50,8 +50,8 @@ class GridSweeper(Sweeper):
         except ConfigError as err:
             raise Refused(str(err)) from None
         jobs = self.grid.launcher.prepare(overrides)
-        check_jobs(jobs, multirun=True)
-        if print_dry_run(jobs):
+        if print_dry_run(jobs):  # the plans only: nothing is checked against the cluster or started
             return []
+        check_jobs(jobs, multirun=True)
         with sweep_session(config, len(jobs)):
             return self.grid.sweep(arguments)
