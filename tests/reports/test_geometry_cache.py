@@ -86,7 +86,6 @@ def test_off_caches_nothing(tmp_path, monkeypatch):
     assert calls == [1, 1] and not any(tmp_path.rglob("*.npy"))
 
 
-@pytest.mark.slow  # its fixture builds a sweep's reports from scratch (~40 s): CI, not the fast loop
 def test_a_rebuilt_geometry_report_does_not_import_torch(sweeps, built, tmp_path):
     """The session's reports filled the cache (conftest points it at a session folder); building the
     δ sweep's geometry page again, in a fresh process and into another folder, reads every grid from it."""
