@@ -58,6 +58,7 @@ def test_a_sweep_composes_and_validates_each_job_once(counted, tmp_path, monkeyp
         assert (folder / "status.txt").read_text().strip() == "FINISHED"
 
 
+@pytest.mark.slow  # end to end: a sweep through two spawned workers
 def test_the_launcher_composes_each_job_with_its_own_settings(counted, tmp_path, monkeypatch, warm_cache):
     """local_parallel adds each job's share of torch threads: the job is composed once, with them, and its
     folder records them as Hydra records any override."""
