@@ -139,10 +139,7 @@ class HarnessLauncher(Launcher):
         job = self.prepared.get(tuple(overrides))
         if job is None:
             return None
-        config = copy.deepcopy(job.config)
-        with open_dict(config):
-            config.hydra.job.num = idx
-        return Path(str(config.hydra.sweep.dir)) / str(OmegaConf.select(config, "hydra.sweep.subdir"))
+        return _run_folder(self._numbered(copy.deepcopy(job.config), idx))
 
     def run_group(self, group: List[tuple], singleton_state: Any, threads: int,
                   progress: bool = True) -> List[JobReturn]:
@@ -195,11 +192,16 @@ class HarnessLauncher(Launcher):
         failure) continues from the checkpoint its earlier attempt left there."""
         if any(o.startswith("trainer.resume=") for o in overrides):
             return None
-        run_dir = Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
+        run_dir = _run_folder(sweep_config)
         status = run_dir / "status.txt"
         if status.is_file() and status.read_text().strip() == "FINISHED":
             return None  # nothing to continue: the job runs afresh (skip-finished then finds the finished run)
         return run_dir if checkpoint_paths(run_dir)[0].is_file() else None
+
+
+def _run_folder(sweep_config: DictConfig) -> Path:
+    """A numbered job's folder: hydra.sweep.dir/hydra.sweep.subdir."""
+    return Path(str(sweep_config.hydra.sweep.dir)) / str(sweep_config.hydra.sweep.subdir)
 
 
 def job_outcome(ret: JobReturn) -> str:
