@@ -54,13 +54,24 @@ def _check_sqlite(path: Path, uri: str) -> None:
     if not header:
         return  # an empty file: SQLite and MLflow take it as a new database
     try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=PROBE_SECONDS)
+        _probe(f"{path.resolve().as_uri()}?mode=ro")
+    except sqlite3.DatabaseError as err:
+        if not getattr(err, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+            raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+        # A writer killed mid-transaction left a hot journal, which only a writable connection may roll back
+        # (SQLite's own recovery, as MLflow's first connection would do it).
         try:
-            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            connection.close()
-    except sqlite3.DatabaseError as err:  # "database disk image is malformed", "file is not a database"
-        raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+            _probe(path.resolve().as_uri())
+        except sqlite3.DatabaseError as err:
+            raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+
+
+def _probe(uri: str) -> None:
+    connection = sqlite3.connect(uri, uri=True, timeout=PROBE_SECONDS)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # "malformed", "not a database"
+    finally:
+        connection.close()
 
 
 def _check_reachable(parsed, uri: str) -> None:

@@ -81,6 +81,30 @@ def test_check_store_names_what_is_wrong(tmp_path):
     check_store(f"sqlite:///{tmp_path / 'not_yet.db'}")  # a store not created yet is its creator's to make
 
 
+WRITER_KILLED_MID_TRANSACTION = """
+import os, signal, sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("PRAGMA cache_size=10")  # spill pages into the database file before the commit
+connection.execute("BEGIN")
+for i in range(2000):
+    connection.execute("INSERT INTO tags (key, value, run_uuid) VALUES (?, ?, 'r')", (f"k{i}", "x" * 400))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_store_whose_writer_was_killed_mid_transaction_is_usable(tmp_path, real_store):
+    """A worker SIGKILLed while writing leaves a hot journal; it is SQLite's to roll back, not corruption."""
+    subprocess.run([sys.executable, "-c", WRITER_KILLED_MID_TRANSACTION, str(real_store)], check=False)
+    assert (tmp_path / "mlruns.db-journal").stat().st_size > 0
+    check_store(f"sqlite:///{real_store}")
+    repaired = harness("repair", "--tracking-uri", f"sqlite:///{real_store}", "--experiment", "e", cwd=tmp_path)
+    assert repaired.returncode == 0, repaired.stderr[-2000:]
+    import sqlite3
+
+    with sqlite3.connect(real_store) as connection:
+        assert connection.execute("SELECT count(*) FROM tags").fetchone() == (0,)  # rolled back, whole
+
+
 def test_server_refuses_an_artifacts_path_that_is_a_file(tmp_path):
     (tmp_path / "artifacts").write_text("a file")
     proc = harness("server", "--backend-store-uri", f"sqlite:///{tmp_path / 'new.db'}", "--artifacts-destination",
