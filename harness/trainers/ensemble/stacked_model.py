@@ -206,9 +206,12 @@ class StackedQwen3(torch.nn.Module):
             keys = torch.cat([k_p[flat_rows], k_r], dim=2)
             values = torch.cat([v_p[flat_rows], v_r], dim=2)
             attn_r = self._attend(q_r, keys, values, causal=False, mask=allowed)
-            h_p = self._rest(i, w, h_p, self._attend(q_p, k_p, v_p, causal=True))
+            if i < self.layers - 1:
+                h_p = self._rest(i, w, h_p, self._attend(q_p, k_p, v_p, causal=True))
+            else:  # past the last layer only a prompt's last position is read: the rest of it is not computed
+                h_p = self._rest(i, w, h_p[:, :, -1:], self._attend(q_p[:, :, -1:], k_p, v_p, causal=False))
             h_r = self._rest(i, w, h_r, attn_r)
-        first = self._head(w, h_p[:, :, -1:])  # [M, U, 1, V]: predicts each row's first response token
+        first = self._head(w, h_p)  # [M, U, 1, V]: predicts each row's first response token
         first = first.reshape(M * U, 1, -1)[flat_rows].view(M, B, 1, -1)
         return torch.cat([first, self._head(w, h_r)], dim=2)
 
