@@ -130,14 +130,13 @@ class StackedRollout:
                 logits = self._decode(step_input, position, cache, cos, sin)
                 position += 1
             log_probs = F.log_softmax(logits.float() / temps, dim=-1)  # [M, B, V]
-            chosen = torch.full((M, B), pad, dtype=torch.long)
-            for k in range(M):
-                if not bool(alive[k].any()):
-                    continue  # this member's solo engine has stopped: its generator draws nothing more
-                if greedy:
-                    chosen[k] = log_probs[k].argmax(dim=-1)
-                else:
-                    chosen[k] = torch.multinomial(log_probs[k].exp(), 1, generator=generators[k]).squeeze(-1)
+            if greedy:
+                chosen = log_probs.argmax(dim=-1)
+            else:  # a member whose rows have all ended draws nothing more: its solo engine has stopped
+                chosen, probs = torch.full((M, B), pad, dtype=torch.long), log_probs.exp()
+                for k, sampling in enumerate(alive.any(dim=1).tolist()):
+                    if sampling:
+                        chosen[k] = torch.multinomial(probs[k], 1, generator=generators[k]).squeeze(-1)
             chosen = torch.where(alive, chosen, pad)
             tokens[:, :, step] = chosen
             logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)
