@@ -93,17 +93,21 @@ class StackedQwen3(torch.nn.Module):
         return torch.bmm(x, weight.transpose(1, 2))
 
     def rope(self, length: int, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin [length, head_dim] (float32 tables cast to `dtype`, as Qwen3RotaryEmbedding)."""
+        """cos, sin [length, head_dim] (float32 tables cast to `dtype`, as Qwen3RotaryEmbedding), the first half
+        of sin negated (the form `_rotate` takes)."""
         positions = torch.arange(length, dtype=torch.float32)
         freqs = positions[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        sin = emb.sin().to(dtype)
+        half = sin.shape[-1] // 2
+        return emb.cos().to(dtype), torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
 
     @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        """RoPE, x * cos + rotate_half(x) * sin, written as x * cos + roll(x, half) * signed_sin: the same numbers
+        (the sign moves from one factor of each product to the other), and roll's backward is one more roll
+        where slicing's backward fills zeros."""
+        return x * cos + torch.roll(x, x.shape[-1] // 2, dims=-1) * signed_sin
 
     def _qkv(self, i: int, w, h: torch.Tensor, start: int, cos: torch.Tensor, sin: torch.Tensor):
         """Layer i's queries [M*B, heads, L, D] and keys, values [M*B, kv_heads, L, D] of h [M, B, L, hidden]
