@@ -189,8 +189,8 @@ class RolloutEngine:
 def completions_text(tokenizer, rollout: Rollout) -> list[str]:
     """Decoded text of each row's real tokens, `<eos>` and padding dropped: list of B strings."""
     return [
-        tokenizer.decode(row[:length].tolist(), skip_special_tokens=True)
-        for row, length in zip(rollout.tokens, rollout.lengths.tolist())
+        tokenizer.decode(row[:length], skip_special_tokens=True)
+        for row, length in zip(rollout.tokens.tolist(), rollout.lengths.tolist())
     ]
 
 

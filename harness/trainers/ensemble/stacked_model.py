@@ -93,17 +93,21 @@ class StackedQwen3(torch.nn.Module):
         return torch.bmm(x, weight.transpose(1, 2))
 
     def rope(self, length: int, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
-        """cos, sin [length, head_dim] (float32 tables cast to `dtype`, as Qwen3RotaryEmbedding)."""
+        """cos, sin [length, head_dim] (float32 tables cast to `dtype`, as Qwen3RotaryEmbedding), the first half
+        of sin negated (the form `_rotate` takes)."""
         positions = torch.arange(length, dtype=torch.float32)
         freqs = positions[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(dtype), emb.sin().to(dtype)
+        sin = emb.sin().to(dtype)
+        half = sin.shape[-1] // 2
+        return emb.cos().to(dtype), torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
 
     @staticmethod
-    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        half = x.shape[-1] // 2
-        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+        """RoPE, x * cos + rotate_half(x) * sin, written as x * cos + roll(x, half) * signed_sin: the same numbers
+        (the sign moves from one factor of each product to the other), and roll's backward is one more roll
+        where slicing's backward fills zeros."""
+        return x * cos + torch.roll(x, x.shape[-1] // 2, dims=-1) * signed_sin
 
     def _qkv(self, i: int, w, h: torch.Tensor, start: int, cos: torch.Tensor, sin: torch.Tensor):
         """Layer i's queries [M*B, heads, L, D] and keys, values [M*B, kv_heads, L, D] of h [M, B, L, hidden]
@@ -124,8 +128,21 @@ class StackedQwen3(torch.nn.Module):
         return q, k, v
 
     def _attend(self, q, k, v, causal: bool, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                                              scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
+        """SDPA of q [N, heads, L, D] over k, v [N, kv_heads, S, D] (mask [L, S], True: attend). In float32 it is
+        written out as two batched matmuls and a softmax, each key head's query heads stacked as rows: on a
+        CPU, for heads this small, several times faster than SDPA's kernel, forward and backward (the same
+        numbers to float rounding). Other dtypes and autocast keep SDPA's own mixed-precision handling."""
+        if q.dtype != torch.float32 or torch.is_autocast_enabled("cpu"):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                                                  scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
+        N, H, L, D = q.shape
+        KV, S = k.shape[1], k.shape[2]
+        scores = torch.bmm(q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)) * self.scaling
+        if causal and mask is None:
+            mask = torch.ones(L, S, dtype=torch.bool).tril()  # SDPA's is_causal (top-left aligned)
+        if mask is not None:
+            scores = scores.view(N * KV, H // KV, L, S).masked_fill(~mask, float("-inf")).view(N * KV, -1, S)
+        return torch.bmm(torch.softmax(scores, dim=-1), v.reshape(N * KV, S, D)).view(N, H, L, D)
 
     def _rest(self, i: int, w, h: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         """Layer i after attention: attn [M*B, heads, L, D] -> o_proj, residual, MLP, residual."""
@@ -193,9 +210,12 @@ class StackedQwen3(torch.nn.Module):
             keys = torch.cat([k_p[flat_rows], k_r], dim=2)
             values = torch.cat([v_p[flat_rows], v_r], dim=2)
             attn_r = self._attend(q_r, keys, values, causal=False, mask=allowed)
-            h_p = self._rest(i, w, h_p, self._attend(q_p, k_p, v_p, causal=True))
+            if i < self.layers - 1:
+                h_p = self._rest(i, w, h_p, self._attend(q_p, k_p, v_p, causal=True))
+            else:  # past the last layer only a prompt's last position is read: the rest of it is not computed
+                h_p = self._rest(i, w, h_p[:, :, -1:], self._attend(q_p[:, :, -1:], k_p, v_p, causal=False))
             h_r = self._rest(i, w, h_r, attn_r)
-        first = self._head(w, h_p[:, :, -1:])  # [M, U, 1, V]: predicts each row's first response token
+        first = self._head(w, h_p)  # [M, U, 1, V]: predicts each row's first response token
         first = first.reshape(M * U, 1, -1)[flat_rows].view(M, B, 1, -1)
         return torch.cat([first, self._head(w, h_r)], dim=2)
 

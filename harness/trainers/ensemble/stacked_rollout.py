@@ -83,6 +83,23 @@ class StackedRollout:
             h = h + model._mm(F.silu(gate) * up, w[p + "mlp.down_proj.weight"]).view(M, B, L, -1)
         return model._head(self.weights.__getitem__, h[:, :, -1:])[:, :, -1]
 
+    def _prefill(self, prompts: torch.Tensor, prompt_index: Optional[torch.Tensor], cache, cos: torch.Tensor,
+                 sin: torch.Tensor) -> torch.Tensor:
+        """Last-position logits [M, B, V] of the rows' prompts, their keys and values written into `cache`
+        [M*B, ...]. With prompt_index each distinct prompt [M, U, P] runs once and its keys, values and logits
+        are indexed out to its rows (a group of rows pays for its prompt once; the same numbers per row)."""
+        if prompt_index is None:
+            return self._decode(prompts, 0, cache, cos, sin)
+        M, U, P = prompts.shape
+        shape = (M * U, self.model.kv_heads, P, self.model.head_dim)
+        shared = [(torch.empty(shape, dtype=k.dtype), torch.empty(shape, dtype=v.dtype)) for k, v in cache]
+        logits = self._decode(prompts, 0, shared, cos, sin)  # [M, U, V]
+        flat_rows = (prompt_index.view(1, -1) + torch.arange(M).view(M, 1) * U).reshape(-1)  # into [M*U]
+        for (k_cache, v_cache), (k, v) in zip(cache, shared):
+            k_cache[:, :, :P] = k[flat_rows]
+            v_cache[:, :, :P] = v[flat_rows]
+        return logits[:, prompt_index]
+
     @torch.no_grad()
     def generate(self, prompts: torch.Tensor, max_new_tokens: int, temperature: Sequence[float],
                  generators: Sequence[Optional[torch.Generator]], topk: int = 0, greedy: bool = False,
@@ -90,9 +107,8 @@ class StackedRollout:
         """One Rollout per member: prompts [M, U, P] (rows prompts[:, prompt_index] when given, else all U),
         temperature per member, generators per member (ignored with greedy). A member given generator None
         and greedy False is not sampled (its Rollout is all padding): used for members that have ended."""
-        M = prompts.shape[0]
-        rows = prompts if prompt_index is None else prompts[:, prompt_index]
-        B, P = rows.shape[1], rows.shape[2]
+        M, P = prompts.shape[0], prompts.shape[2]
+        B = prompts.shape[1] if prompt_index is None else len(prompt_index)
         pad, eos = self.model.pad_token_id, self.model.eos_token_id
         tokens = torch.full((M, B, max_new_tokens), pad, dtype=torch.long)
         logp = torch.zeros(M, B, max_new_tokens)
@@ -106,19 +122,21 @@ class StackedRollout:
         cache = [(torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)) for _ in range(self.model.layers)]
         temps = torch.tensor([float(t) for t in temperature]).view(M, 1, 1)
         cos, sin = self.model.rope(P + max_new_tokens, dtype)
-        step_input, position = rows, 0
+        position = P
         for step in range(max_new_tokens):
-            logits = self._decode(step_input, position, cache, cos, sin)
-            position += step_input.shape[2]
+            if step == 0:
+                logits = self._prefill(prompts, prompt_index, cache, cos, sin)
+            else:
+                logits = self._decode(step_input, position, cache, cos, sin)
+                position += 1
             log_probs = F.log_softmax(logits.float() / temps, dim=-1)  # [M, B, V]
-            chosen = torch.full((M, B), pad, dtype=torch.long)
-            for k in range(M):
-                if not bool(alive[k].any()):
-                    continue  # this member's solo engine has stopped: its generator draws nothing more
-                if greedy:
-                    chosen[k] = log_probs[k].argmax(dim=-1)
-                else:
-                    chosen[k] = torch.multinomial(log_probs[k].exp(), 1, generator=generators[k]).squeeze(-1)
+            if greedy:
+                chosen = log_probs.argmax(dim=-1)
+            else:  # a member whose rows have all ended draws nothing more: its solo engine has stopped
+                chosen, probs = torch.full((M, B), pad, dtype=torch.long), log_probs.exp()
+                for k, sampling in enumerate(alive.any(dim=1).tolist()):
+                    if sampling:
+                        chosen[k] = torch.multinomial(probs[k], 1, generator=generators[k]).squeeze(-1)
             chosen = torch.where(alive, chosen, pad)
             tokens[:, :, step] = chosen
             logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)

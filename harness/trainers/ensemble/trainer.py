@@ -66,7 +66,8 @@ class EnsembleTrainer:
         template = build_model(first.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
         self.model = StackedQwen3(template, len(self.members))
         self.params = self.model.ordered_parameters()
-        self.optimizer = torch.optim.AdamW(self.params, lr=self.t.lr, weight_decay=self.t.weight_decay)
+        # fused: one kernel per parameter instead of a dozen (the same update to float rounding, ~4x faster on CPU)
+        self.optimizer = torch.optim.AdamW(self.params, lr=self.t.lr, weight_decay=self.t.weight_decay, fused=True)
         self.max_new_tokens = self.t.max_new_tokens or self.task.max_answer_length + 1
         self.step = 0
         self.step_of: Dict[int, int] = {}  # member -> the step its checkpoint was taken at
