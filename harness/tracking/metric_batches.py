@@ -4,7 +4,7 @@ HARNESS_METRICS_INTERVAL_S seconds (default 5; 0: every step), handed to MLflow'
 those calls in order, sends a failed one again synchronously, and spools what the store cannot take.
 
 `MetricBatches` is the part of `MlflowTracker` that does this (it uses the tracker's client, run id, lock,
-spool, `_opened` and `_send` / `_go_offline`). Steps logged while the run opens are kept until it is open."""
+spool and `_send` / `_go_offline`)."""
 from __future__ import annotations
 
 import logging
@@ -49,7 +49,7 @@ class MetricBatches:
         item = (step, now_ms(), {k: float(v) for k, v in metrics.items()})
         with self._queue_lock:
             self._queued.append(item)
-            due = self._opened.is_set() and time.monotonic() - self._last_send >= self._interval
+            due = time.monotonic() - self._last_send >= self._interval
         if due:
             self._send_queued()
 

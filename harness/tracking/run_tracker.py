@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Dict, Optional
 
 from omegaconf import DictConfig
 
@@ -42,25 +42,23 @@ def parent_tags(sweep_dir: Optional[str], tracking_uri: str) -> Dict[str, str]:
 
 
 def mlflow_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str],
-                   resume_run_id: Optional[str], on_open: Optional[Callable[[Tracker], None]] = None) -> MlflowTracker:
+                   resume_run_id: Optional[str]) -> MlflowTracker:
     uri = tracking_uri(cfg)
     tags = {**run_tags(cfg, sweep_dir), **description_tags(safe_run_name(run_name)), **parent_tags(sweep_dir, uri)}
     spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg, folder_label(run_dir, sweep_dir)),
                    params=flatten(cfg), tags=tags, artifact_location=artifact_root(cfg))
     tracker = MlflowTracker(run_dir, spec, experiment_id=lambda: ensure_experiment(cfg)[1],
-                            resume_run_id=resume_run_id, background=True, on_open=on_open)
+                            resume_run_id=resume_run_id)
     tracker.log_artifact(run_dir / "config.yaml")
     return tracker
 
 
 def open_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Optional[str] = None,
-                 resume_run_id: Optional[str] = None, on_open: Optional[Callable[[Tracker], None]] = None) -> Tracker:
-    """Open the tracking run of a job (continuing the run `resume_run_id` when resuming from a checkpoint).
-    The MLflow run of a new run opens in the background while the job goes on; `on_open(tracker)` is called
-    once it is open (at once for a resumed run; never without MLflow)."""
+                 resume_run_id: Optional[str] = None) -> Tracker:
+    """Open the tracking run of a job (continuing the run `resume_run_id` when resuming from a checkpoint)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(redacted_yaml(cfg))
     if cfg.tracking.backend == "none":
         return Tracker(run_dir)
-    return mlflow_tracker(cfg, run_dir, run_name, sweep_dir, resume_run_id, on_open)
+    return mlflow_tracker(cfg, run_dir, run_name, sweep_dir, resume_run_id)

@@ -18,7 +18,7 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
 from harness.tracking.local_tracker import Tracker, now_ms
@@ -35,8 +35,6 @@ from harness.tracking.upload import SpoolBusy, SpoolUpload, find_run_by_uid
 
 log = logging.getLogger("harness")
 
-_OPENING = threading.Lock()
-
 
 @dataclass
 class RunSpec:
@@ -51,14 +49,8 @@ class RunSpec:
 
 class MlflowTracker(MetricBatches, Tracker):
     def __init__(self, run_dir: Path, spec: RunSpec, experiment_id: Callable[[], str],
-                 resume_run_id: Optional[str] = None, background: bool = False,
-                 on_open: Optional[Callable[["MlflowTracker"], None]] = None):
-        """`experiment_id()` returns the experiment's id, creating it if needed (called only when online).
-
-        `background`: the MLflow run is opened on a thread (MLflow's import and its store take seconds on a
-        small machine), so training starts at once; what is logged meanwhile waits for it in order, and
-        `flush()` / `finish()` wait for the open. `on_open(tracker)` is called once it is open (or spooling).
-        A resumed run opens in the foreground: it must know which steps the store already has."""
+                 resume_run_id: Optional[str] = None):
+        """`experiment_id()` returns the experiment's id, creating it if needed (called only when online)."""
         super().__init__(run_dir)
         self.spec, self.uid, self.start_time = spec, uuid.uuid4().hex, now_ms()
         self.create_tags = {**spec.tags, UID_TAG: self.uid, HEARTBEAT_TAG: str(now_s())}
@@ -69,67 +61,30 @@ class MlflowTracker(MetricBatches, Tracker):
         self._lock = threading.RLock()
         self._upload: Optional[SpoolUpload] = None
         self._finishing = False
-        self._heartbeat: Optional[Heartbeat] = None
-        self._opened = threading.Event()
-        self._waiting: List[Tuple[Optional[Callable[[], Dict[str, Any]]], Callable[[], Any]]] = []
         self._init_batches()
+        try:
+            from mlflow.tracking import MlflowClient
+
+            apply_client_defaults()
+            with deferred_signals():
+                self._open_run(MlflowClient, experiment_id, resume_run_id)
+        except Exception as err:  # a store fault never stops a run (unreachable, malformed URI): it spools
+            self._go_offline(err)
         if not resume_run_id:
             self._send(lambda: {"op": "params", "values": spec.params}, self._log_params)
         dir_tag = {"harness.run_dir": str(self.run_dir.resolve())}
         self._send(lambda: {"op": "tags", "values": dir_tag},
                    lambda: self.client.set_tag(self.run_id, "harness.run_dir", dir_tag["harness.run_dir"]))
-        if background and not resume_run_id:
-            self._opening = threading.Thread(target=self._open, args=(experiment_id, None, on_open),
-                                             name="harness-mlflow-open", daemon=True)
-            self._opening.start()
-        else:
-            self._opening = None
-            self._open(experiment_id, resume_run_id, None)  # the caller reads `where()` next
-
-    def _open(self, experiment_id: Callable[[], str], resume_run_id: Optional[str],
-              on_open: Optional[Callable[["MlflowTracker"], None]]) -> None:
-        try:
-            try:
-                from mlflow.tracking import MlflowClient
-
-                apply_client_defaults()
-                with _OPENING, deferred_signals():  # one open at a time: an ensemble's members share a store
-                    self._open_run(MlflowClient, experiment_id, resume_run_id)
-            except Exception as err:  # a store fault never stops a run (unreachable, malformed URI): it spools
-                self._go_offline(err)
-        finally:
-            with self._lock:
-                waiting, self._waiting = self._waiting, []
-                self._opened.set()
-        for op, call in waiting:  # what was logged while the run opened, in order
-            self._send(op, call)
         self._heartbeat = Heartbeat(self._beat, name="heartbeat").start()
-        if on_open is not None:
-            on_open(self)
-
-    def wait_open(self) -> None:
-        """Return once the MLflow run is open (or the run records to its spool)."""
-        if self._opening is not None and self._opening is not threading.current_thread():
-            self._opening.join()
-        self._opened.wait()
 
     def where(self) -> str:
         s = self.spec
-        if not self._opened.is_set():  # `opened()` says the rest
-            return f"tracked in {scrub(s.tracking_uri)}, experiment {s.experiment_name}"
         if self.offline:
             return (f"tracking store {scrub(s.tracking_uri)} unreachable: recording to {self.spool.folder} "
                     f"(experiment {s.experiment_name})")
         url = runs_url(s.tracking_uri, self.experiment_id) if self.experiment_id else None
         return f"tracked in {scrub(s.tracking_uri)}, experiment {s.experiment_name}, mlflow run {self.run_id}" + (
             f" ({url})" if url else "")
-
-    def opened(self) -> str:
-        """Where the run went, once open: its MLflow run and link (or its spool)."""
-        if self.offline:
-            return self.where()
-        url = runs_url(self.spec.tracking_uri, self.experiment_id) if self.experiment_id else None
-        return f"mlflow run {self.run_id}" + (f" ({url})" if url else "")
 
     def _open_run(self, client_class, experiment_id: Callable[[], str], resume_run_id: Optional[str]) -> None:
         if resume_run_id:
@@ -154,12 +109,8 @@ class MlflowTracker(MetricBatches, Tracker):
 
     # -- online calls, or the spool ------------------------------------------------------------------------
     def _send(self, op: Optional[Callable[[], Dict[str, Any]]], call: Callable[[], Any]) -> None:
-        """Make `call` against the store; when the store is away, spool `op()` instead (None: drop it). While
-        the run opens, the call waits its turn (`_open` makes it)."""
+        """Make `call` against the store; when the store is away, spool `op()` instead (None: drop it)."""
         with self._lock:
-            if not self._opened.is_set():
-                self._waiting.append((op, call))
-                return
             if self.offline:
                 if op is not None:
                     self.spool.append(op())
@@ -205,7 +156,6 @@ class MlflowTracker(MetricBatches, Tracker):
 
     def flush(self) -> None:
         """Return once every step logged so far is in the store, or in the spool when the store is away."""
-        self.wait_open()
         self._send_queued()
         self._settle()
 
@@ -248,11 +198,9 @@ class MlflowTracker(MetricBatches, Tracker):
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
         self._finishing = True
-        self.wait_open()
         # a beat may be uploading the spool (after an outage): let it end, or the catch-up below finds the
         # spool busy and the exit would cut that upload short
-        if self._heartbeat is not None:
-            self._heartbeat.stop(timeout=30)
+        self._heartbeat.stop(timeout=30)
         self.flush()
         super().finish(status, scrub(error) if error else error)
         if error:

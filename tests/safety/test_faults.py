@@ -32,9 +32,8 @@ def tmpfs(tmp_path):
 def assert_one_line_no_traceback(proc) -> None:
     text = proc.stdout + proc.stderr
     assert "Traceback" not in text, text[-3000:]
-    # what every run prints whatever its end: where it is tracked (first line), its MLflow run once open, its
-    # folder and MLflow run (last)
-    usual = (": tracked in ", ": mlflow run ", "  folder: ", "  mlflow: ")
+    # what every run prints whatever its end: where it is tracked (first line), its folder and MLflow run (last)
+    usual = (": tracked in ", "  folder: ", "  mlflow: ")
     harness_lines = [line for line in text.splitlines() if "INFO" not in line and not any(u in line for u in usual)]
     assert len(harness_lines) <= 2, text[-3000:]
 
