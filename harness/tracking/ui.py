@@ -9,7 +9,8 @@ that tell runs apart, and runs with short readable names.
   UI redirects the short `#/runs/<run>` there and drops the query, mode included.
 - The UI keeps table columns in browser state; a "shared view" (experiment tag
   `mlflow.sharedViewState.<key>`, opened with `?viewStateShareKey=<key>`) carries them in the store instead,
-  so one link shows every sweep's runs with their objective, threshold, precision, seed and headline metrics:
+  so one link shows every sweep's runs with their objective, threshold, precision, seed and headline metrics,
+  and a Run Name column wide enough for the whole name:
 
     http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness&workflowType=machine_learning
 
@@ -46,9 +47,15 @@ DEFAULT_PRECISION = "fp32"
 CLOCK = re.compile(r"(?:^|[_T])(\d{2})-(\d{2})-(\d{2})(?:-\d+)?$")  # Hydra's H-M-S[-µs], a sweep's date_H-M-S
 
 
+RUN_NAME_COLUMN = "attributes.`Run Name`"  # the UI's id of its Run Name column
+RUN_NAME_WIDTH = 340  # px: `dppo δ=0.15 fp8_rollout s12 @ 04:35:12 #17` whole (the UI's 190 cuts the time and job)
+
+
 def default_view() -> str:
     columns = [f"params.`{p}`" for p in PARAM_COLUMNS] + [f"metrics.`{m}`" for m in METRIC_COLUMNS]
-    return json.dumps({"selectedColumns": columns})
+    # the UI applies a stored width only to the columns its stored order names (Run Name is pinned first anyway)
+    return json.dumps({"selectedColumns": columns, "columnOrder": [RUN_NAME_COLUMN],
+                       "columnWidths": {RUN_NAME_COLUMN: RUN_NAME_WIDTH}})
 
 
 def set_default_view(client, experiment_id: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 from chromium import DevTools, artifacts_dir, one_shot
 from tracking_helpers import Server, free_port
 
-from harness.tracking.ui import KIND_TAG, TRAINING_KIND, TRAINING_MODE, runs_url
+from harness.tracking.ui import KIND_TAG, RUN_NAME_COLUMN, TRAINING_KIND, TRAINING_MODE, runs_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -100,6 +100,13 @@ def test_runs_table_lists_the_jobs_under_their_parent_and_a_run_link_opens_in_tr
         for child in children:
             text = row_text(page, child.info.run_id)
             assert child.info.run_name in text, f"the name is cut or missing: {text}"
+            clipped = page.evaluate(  # an element of the name that hides overflow and holds more than it shows
+                f"Array.from(document.querySelectorAll(\"[row-id='{child.info.run_id}'] [col-id='{RUN_NAME_COLUMN}'], "
+                f"[row-id='{child.info.run_id}'] [col-id='{RUN_NAME_COLUMN}'] *\")).filter(e => "
+                f"e.textContent.includes({json.dumps(child.info.run_name)}) && getComputedStyle(e).overflowX !== 'visible' "
+                "&& e.clientWidth > 2 && e.scrollWidth > e.clientWidth + 1)"  # (1 px wide: a screen-reader label)
+                ".map(e => e.tagName + '.' + e.className + ' ' + e.scrollWidth + '>' + e.clientWidth)")
+            assert clipped == [], f"{clipped}: the Run Name column cuts {child.info.run_name!r} (see runs_table_expanded.png)"
             assert child.data.params["algo.name"] in text and child.data.params["algo.delta"] in text, text
             accuracy = child.data.metrics["eval/accuracy"]
             assert f"{accuracy:g}"[:4] in text or str(round(accuracy, 3))[:4] in text, (accuracy, text)
