@@ -90,9 +90,10 @@ def hydra_imported():
 @pytest.mark.parametrize("overrides,expected", BAD, ids=[" ".join(o) for o, _ in BAD])
 def test_bad_input_is_refused_with_one_line(overrides, expected, capsys, tmp_path, monkeypatch, hydra_imported):
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
-    started = time.process_time()  # CPU time: the machine may be shared
+    started = time.thread_time()  # this thread's CPU time: the machine may be shared, and threads left by
+    # earlier tests in this process (MLflow's logging, heartbeats) must not count
     assert run_cli(overrides) == 2
-    assert time.process_time() - started < 1.0, "a refusal takes well under a second"
+    assert time.thread_time() - started < 1.0, "a refusal takes well under a second"
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     for fragment in expected:
