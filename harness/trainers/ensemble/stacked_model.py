@@ -29,6 +29,12 @@ def _linear_names(layers: int) -> List[str]:
     return names
 
 
+def member_rows(rows: torch.Tensor, members: int, distinct: int) -> torch.Tensor:
+    """Indices into a flat [members * distinct] batch of each member's rows: rows [B] or [members, B] name a
+    distinct prompt per row; returns [members * B]."""
+    return (rows + torch.arange(members).view(members, 1) * distinct).reshape(-1)
+
+
 class StackedQwen3(torch.nn.Module):
     """`members` copies of the architecture of `template` (a Qwen3ForCausalLM); parameters [M, *shape]."""
 
@@ -202,7 +208,7 @@ class StackedQwen3(torch.nn.Module):
         cos, sin = self.rope(P + R, prompts.dtype if prompts.is_floating_point() else torch.float32)
         table = w("model.embed_tokens.weight")
         h_p, h_r = self._embed(prompts, table), self._embed(responses, table)
-        flat_rows = (rows + torch.arange(M).view(M, 1) * U).reshape(-1)  # into [M*U]
+        flat_rows = member_rows(rows, M, U)
         allowed = torch.ones(R, P + R, dtype=torch.bool).tril(diagonal=P)  # response i sees prompt + 0..i
         for i in range(self.layers):
             q_p, k_p, v_p = self._qkv(i, w, h_p, 0, cos, sin)

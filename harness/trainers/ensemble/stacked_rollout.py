@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant
 from harness.trainers.builtin.rollout import Rollout
-from harness.trainers.ensemble.stacked_model import StackedQwen3
+from harness.trainers.ensemble.stacked_model import StackedQwen3, member_rows
 
 
 class StackedRollout:
@@ -94,7 +94,7 @@ class StackedRollout:
         shape = (M * U, self.model.kv_heads, P, self.model.head_dim)
         shared = [(torch.empty(shape, dtype=k.dtype), torch.empty(shape, dtype=v.dtype)) for k, v in cache]
         logits = self._decode(prompts, 0, shared, cos, sin)  # [M, U, V]
-        flat_rows = (prompt_index.view(1, -1) + torch.arange(M).view(M, 1) * U).reshape(-1)  # into [M*U]
+        flat_rows = member_rows(prompt_index.view(1, -1), M, U)
         for (k_cache, v_cache), (k, v) in zip(cache, shared):
             k_cache[:, :, :P] = k[flat_rows]
             v_cache[:, :, :P] = v[flat_rows]
