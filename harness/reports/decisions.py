@@ -59,7 +59,7 @@ def spec_for(data: SweepData, default: Optional[str] = None):
         names.append(default)
     for name in names:
         try:
-            return load_sweep(name)
+            return pilot.planned(load_sweep(name), data.sweep_dir)
         except ValueError:
             continue
     return None

@@ -70,9 +70,11 @@ def _early(data, run, k):
     return float(values[keep].mean()) if len(steps) and keep.any() else None
 
 
-def _log_growth(data, run, k):
-    first, last = tail_mean(data, run, "train/mismatch", True), tail_mean(data, run, "train/mismatch")
-    return math.log(last / first) if first and last and first > 0 and last > 0 else None
+def _log_change(key: str) -> Callable[[SweepData, Run, int], Optional[float]]:
+    def compute(data, run, k):
+        first, last = tail_mean(data, run, key, True), tail_mean(data, run, key)
+        return math.log(last / first) if first and last and first > 0 and last > 0 else None
+    return compute
 
 
 def _collapsed(data, run, k):
@@ -88,7 +90,8 @@ _COMPUTE: Dict[str, Callable[[SweepData, Run, int], Optional[float]]] = {
     "lowprob_clipped": lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac"),
     "lowprob_share": lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True),
     "mismatch": lambda d, r, k: tail_mean(d, r, "train/mismatch"),
-    "log_mismatch_growth": _log_growth,
+    "log_mismatch_growth": _log_change("train/mismatch"),
+    "log_entropy_change": _log_change("train/entropy"),
     "collapsed": _collapsed,
 }
 MEASURES: Dict[str, Measure] = {name: Measure(name, description, bounds, _COMPUTE[name])

@@ -5,16 +5,24 @@ its per-seed contrasts give the spread (SD) the design's power is computed from:
 whole adaptive study — its looks, each at its share of α, with the test's own method (t or exact) —
 ends **reproduced** when the true contrast is the smallest effect of interest (greater: c = SESOI; less:
 c = −SESOI; noninferior and equivalent: c = 0). It is simulated (fixed RNG seed) from normal per-seed
-contrasts with the pilot's SD, clipped to the contrast's range. A design whose power is below its target
-is refused before the main runs, unless it says `underpowered: accepted` (the power is printed either way).
+contrasts with the pilot's SD, clipped to the contrast's range.
+
+The pilot sets the seed budget: the main study plans the fewest seeds per arm (whole rounds, at most the
+declared `budget.max_seeds` and run budget, which become a cap) at which every test reaches the power target,
+and its looks and α spending follow that plan (saved in the sweep folder, PLAN_FILE, so the reports and a
+continued study use the same looks). Where even the cap is below the target the main runs are refused, unless
+the design says `underpowered: accepted` (it then plans the cap; the power is printed either way).
 The pilot's runs are reported, never tested: `decisions.evaluate` leaves their seeds out.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import List, Optional
+from pathlib import Path
+from typing import List, Optional, Tuple
 
 import numpy as np
+import yaml
 
 from harness.reports.arms import contrast_bounds, exchangeable, matches
 from harness.reports.data import SweepData, fmt
@@ -25,6 +33,7 @@ from harness.stats.design import runs_per_seed
 from harness.stats.sequential import looks, study
 
 SIMULATED_STUDIES = 300
+PLAN_FILE = "pilot_plan.yaml"
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI
 
 
@@ -47,10 +56,11 @@ def pilot_runs(data: SweepData, seeds) -> list:
     return [r for r in data.runs if str(r.seed) in wanted]
 
 
-def size(data: SweepData, spec) -> List[Sized]:
-    """Per non-check test: the pilot's SD and the declared design's simulated power (see the module)."""
+def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
+    """Per non-check test: the pilot's SD and the simulated power of the design planned to reach max_seeds
+    seeds per arm (default: the declared cap), see the module."""
     design = spec.design
-    look_levels = looks(design.budget.per_round, design.max_seeds(runs_per_seed(spec.grids)))
+    look_levels = looks(design.budget.per_round, max_seeds or design.max_seeds(runs_per_seed(spec.grids)))
     runs = pilot_runs(data, design.pilot.seeds)
     out = []
     for test in design.tests:
@@ -88,27 +98,82 @@ def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_le
     return hits / SIMULATED_STUDIES
 
 
-def refusal(sized: List[Sized], design) -> Optional[str]:
-    """Why the main runs must not start (a power below target, not accepted), or None."""
+def _enough(sized: List[Sized], target: float) -> bool:
+    return all(s.power is not None and s.power >= target for s in sized)
+
+
+def plan(data: SweepData, spec) -> Tuple[List[Sized], int]:
+    """(the sizing, seeds per arm to plan): the fewest whole rounds up to the declared cap at which every test
+    reaches the power target; the cap (sized at the cap) when none does."""
+    design = spec.design
+    cap = design.max_seeds(runs_per_seed(spec.grids))
+    per_round = design.budget.per_round
+    candidates = sorted({n for n in range(per_round, cap, per_round) if n >= 2} | {cap})
+    for n in candidates[:-1]:
+        sized = size(data, spec, n)
+        if _enough(sized, design.power):
+            return sized, n
+    return size(data, spec, cap), cap
+
+
+def with_max_seeds(spec, max_seeds: int):
+    """The spec whose study plans max_seeds seeds per arm (its looks and α spending follow)."""
+    budget = dataclasses.replace(spec.design.budget, max_seeds=int(max_seeds))
+    return dataclasses.replace(spec, design=dataclasses.replace(spec.design, budget=budget))
+
+
+def save_plan(sweep_dir, max_seeds: int, declared: int) -> None:
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    (Path(sweep_dir) / PLAN_FILE).write_text(yaml.safe_dump({"max_seeds": int(max_seeds), "cap": int(declared)}))
+
+
+def saved_plan(sweep_dir) -> Optional[dict]:
+    """{"max_seeds", "cap"} the pilot saved in `sweep_dir`; None without one."""
+    if sweep_dir is None:
+        return None
+    try:
+        saved = yaml.safe_load((Path(sweep_dir) / PLAN_FILE).read_text())
+        return {"max_seeds": int(saved["max_seeds"]), "cap": int(saved["cap"])}
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError):
+        return None
+
+
+def planned(spec, sweep_dir):
+    """The spec as its pilot planned it in `sweep_dir` (unchanged without a saved plan)."""
+    saved = saved_plan(sweep_dir) if spec is not None and spec.design.pilot else None
+    return with_max_seeds(spec, saved["max_seeds"]) if saved else spec
+
+
+def refusal(sized: List[Sized], design, seeds: Optional[int] = None) -> Optional[str]:
+    """Why the main runs must not start (a power below target at the cap, not accepted), or None."""
     low = [s for s in sized if s.power is None or s.power < design.power]
     if not low or design.underpowered_accepted:
         return None
-    return ("underpowered: " + "; ".join(s.text(design.power) for s in low)
-            + " — raise the budget (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
+    at = f" at the budget's cap of {seeds} seeds per arm" if seeds else ""
+    return ("underpowered: " + "; ".join(s.text(design.power) for s in low) + at
+            + " — raise the cap (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
 
 
 def write_section(page: Page, data: SweepData, spec) -> None:
     """The pilot's table and whether the design was refused, on a report page."""
     design = spec.design
     sized = size(data, spec)
+    saved = saved_plan(data.sweep_dir)
     page.heading("Pilot (sizes the design; its runs are never tested)")
     page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
-                f"power of the declared design at the SESOI (target {design.power:.0%})"],
+                f"power of the planned design at the SESOI (target {design.power:.0%})"],
                [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
                  None if s.power is None else f"{s.power:.0%}"] for s in sized])
+    if not any(s.seeds for s in sized):
+        page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}: none of their runs is in this data, so "
+                  "there is no pilot figure.")
+        return
     refused = refusal(sized, design)
     accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
-    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. "
+    plan_text = (f"The pilot planned {saved['max_seeds']} seeds per arm: the fewest whole rounds of "
+                 f"{design.budget.per_round} at which every test reaches the power target, or the cap "
+                 f"({saved['cap']} seeds per arm) where none does. " if saved else "")
+    page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. " + plan_text
               + (f"Refused before the main runs — {refused}." if refused else
                  "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
                  "Every test reaches the power target."))

@@ -13,6 +13,8 @@ MEASURES: Dict[str, Tuple[str, Bounds]] = {  # name -> (description, bounds)
                        (0.0, 1.0)),
     "train_accuracy": ("training accuracy, mean over the last 10% of steps", (0.0, 1.0)),
     "entropy": ("token entropy (nats), mean over the last 10% of steps", (0.0, None)),
+    "log_entropy_change": ("log(token entropy over the last 10% of steps / over the first 10%): −2.3 is a "
+                           "tenfold fall", (None, None)),
     "lowprob_clipped": ("fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps", (0.0, 1.0)),
     "lowprob_share": ("fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps", (0.0, 1.0)),
     "mismatch": ("mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None)),

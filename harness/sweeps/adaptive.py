@@ -1,8 +1,10 @@
 """`seeds: auto`: run a named sweep's seeds in rounds until every declared test is decided (the regime
 checks, `check: true`, are reported but do not hold the study), a precondition fails (the verdict is then
 "not testable here"), or the budget (runs and/or minutes) is spent. A design with a `pilot:` runs its
-pilot seeds first and refuses the main rounds when the pilot's spread gives a power below the target at
-the SESOI (harness/reports/pilot.py), unless it says `underpowered: accepted`.
+pilot seeds first: a precondition that fails on them ends the study "not testable here" before any main run;
+otherwise the pilot's spread plans the seeds per arm for the power target at the SESOI, up to the budget's
+cap, and the main rounds are refused when even the cap falls short (harness/reports/pilot.py), unless the
+design says `underpowered: accepted`.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α
@@ -11,7 +13,8 @@ The run budget fixes the planned maximum seeds before the first run; a minutes b
 (a round is not started when the last round's duration would overrun it).
 
 A study stopped by its minutes budget can be continued in its own folder (`sweep <name> --continue=<folder>`):
-the rounds go on from the next planned look with the same overrides (kept in the folder's `adaptive.yaml`),
+the rounds go on from the next planned look with the same overrides (kept in the folder's `adaptive.yaml`)
+and the pilot's plan (its `pilot_plan.yaml`),
 so every look still spends only its own increment of α; testing the same seeds afresh in a new folder
 would spend α twice on them.
 """
@@ -26,19 +29,24 @@ import yaml
 
 from harness.reports import pilot, preconditions
 from harness.reports.collect import collect
-from harness.reports.decisions import evaluate, jobs_per_seed
+from harness.reports.decisions import evaluate, jobs_per_seed, overall
 from harness.reports.locate import from_sweep_dir
 from harness.reports.sweep_spec import SweepSpec
 from harness.stats.sequential import level, looks
-from harness.stats.words import NOT_TESTABLE
+from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs
 
 
 def decided(outcomes) -> bool:
-    """May the study stop? When every declared test is decided. The checks (`check: true`) guard how the
-    tests are read, they are not what the study decides: an undecided check does not keep it running."""
+    """May the study stop? When every declared test is decided, or when a part's contradiction survives
+    Holm's correction at the look's α: the claim is then not reproduced whatever its other parts would show.
+    The checks (`check: true`) guard how the tests are read, they are not what the study decides: an
+    undecided check does not keep it running."""
     claims = [o for o in outcomes if not o.test.check] or list(outcomes)
-    return bool(claims) and all(o.decision.decided for o in claims)
+    if bool(claims) and all(o.decision.decided for o in claims):
+        return True
+    parts = [o for o in outcomes if not o.test.check]
+    return bool(parts) and overall(parts)[0] == NOT_REPRODUCED
 
 
 STATE_FILE = "adaptive.yaml"
@@ -60,43 +68,61 @@ def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[s
 
 
 def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
-    """Run the design's pilot seeds (job folders g<grid>p_*), size the design from them; (store, exit code,
-    why the main runs are refused or None)."""
+    """Run the design's pilot seeds (job folders g<grid>p_*). A regime the pilot shows unable to carry the
+    claim (a failed precondition) ends the study "not testable here" before any main run; otherwise the pilot
+    plans the seeds per arm. (store, exit code, why the main runs are refused or None, the planned spec,
+    the failed preconditions or None)."""
     design = spec.design
     seeds = ",".join(map(str, design.pilot.seeds))
     _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
     store = grid_runs.store_of(jobs)
     print(f"sweep {spec.name}: pilot: seeds {seeds} (they size the design and are never tested)", flush=True)
     worst = grid_runs.run_grids(sweep_dir, grids, flags, tag="p")
-    sized = pilot.size(collect(from_sweep_dir(sweep_dir, store)), spec)
+    data = collect(from_sweep_dir(sweep_dir, store))
+    untestable = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
+    if untestable:
+        return store, worst, None, spec, untestable
+    cap = design.max_seeds(jobs_per_seed(spec))
+    sized, seeds = pilot.plan(data, spec)
     for s in sized:
         print(f"  pilot: {s.text(design.power)}")
-    refused = pilot.refusal(sized, design)
+    refused = pilot.refusal(sized, design, seeds)
     if not refused and any(s.power is None or s.power < design.power for s in sized):
         print(f"sweep {spec.name}: underpowered, run anyway (underpowered: accepted)")
-    return store, worst, refused
+    if not refused:
+        print(f"sweep {spec.name}: the pilot plans {seeds} seeds per arm (cap {cap})")
+        pilot.save_plan(sweep_dir, seeds, cap)
+    return store, worst, refused, pilot.with_max_seeds(spec, seeds), None
 
 
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                  clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
+    spec = pilot.planned(spec, sweep_dir) if done else spec
     design, budget = spec.design, spec.design.budget
     per_seed = jobs_per_seed(spec)
-    cap = design.max_seeds(per_seed)
-    plan = looks(budget.per_round, cap)
+    plan = looks(budget.per_round, design.max_seeds(per_seed))
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  seeds: auto — looks at "
-          f"{', '.join(map(str, plan))} seeds per arm ({per_seed} runs per seed; budget {budget.runs or '∞'} runs"
+          f"{', '.join(map(str, plan))} seeds per arm{' at most (the pilot plans them)' if design.pilot and not done else ''}"
+          f" ({per_seed} runs per seed; budget {budget.runs or '∞'} runs"
           f"{f', {budget.minutes:g} min' if budget.minutes else ''}); α {design.alpha:g} spent over the looks")
     if done:
         print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
     started, worst, last_round, first = clock(), 0, 0.0, True
     store = None  # the store's full URI, from the first round's composed jobs
     if design.pilot and not done:
-        store, worst, refused = _pilot(spec, sweep_dir, user, flags)
+        store, worst, refused, spec, untestable = _pilot(spec, sweep_dir, user, flags)
+        if untestable:
+            print(f"sweep {spec.name}: stopped — {NOT_TESTABLE} after the pilot (no main run) — {untestable}")
+            grid_runs.finish(spec, sweep_dir, store)
+            return worst
         if refused:
             print(f"harness: error: sweep {spec.name}: {refused}", file=sys.stderr)
             grid_runs.finish(spec, sweep_dir, store)
             return 2
+        design = spec.design
+        plan = looks(budget.per_round, design.max_seeds(per_seed))
+        print(f"sweep {spec.name}: looks at {', '.join(map(str, plan))} seeds per arm")
     stop = "budget spent"
     for j, n in enumerate(plan):
         if n <= done:

@@ -18,7 +18,7 @@ from typing import List
 
 from harness.config.errors import ConfigError
 from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
-from harness.sweeps.findings_doc import ClaimResult, code_commit, write_findings
+from harness.sweeps.findings_doc import ClaimResult, code_commit, rules_commit, write_findings
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2
@@ -91,6 +91,7 @@ def main(argv: List[str]) -> int:
         return 2
     out = Path(args.out) if args.out else _default_out(prepared[0][1], args.quick)
     started, commit = time.time(), code_commit()
+    rules = {"": rules_commit(), **{spec.name: rules_commit(f"sweeps/{spec.name}.yaml") for spec, *_ in prepared}}
     results: List[ClaimResult] = []
     worst = 0
     for index, (spec, sweep_dir, grids, jobs) in enumerate(prepared, 1):
@@ -103,7 +104,7 @@ def main(argv: List[str]) -> int:
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,
-                          seconds=time.time() - started, runs_commit=commit)
+                          seconds=time.time() - started, runs_commit=commit, rules=rules)
     print(f"findings: {path}")
     return worst
 

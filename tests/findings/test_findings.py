@@ -18,6 +18,7 @@ def test_every_claim_is_a_pre_registered_design_with_a_claim_report():
         assert any(k.startswith("claim_") for k in spec.reports), spec.name
         design = spec.design
         assert design.adaptive and design.budget.runs and design.budget.minutes, spec.name
+        assert design.pilot and not set(design.pilot.seeds) & set(range(design.max_seeds(1))), spec.name
         assert design.tests and all(t.sesoi > 0 for t in design.tests), spec.name
         assert design.alpha == 0.05 and design.power == 0.8
         assert not any("seed" in grid for grid in spec.grids), f"{spec.name}: seeds come from the design"
@@ -39,12 +40,16 @@ def test_findings_md_is_built_from_the_claim_page(tmp_path):
         "| c | 3 | FAILED |"]))
     out = tmp_path / "out"
     path = write_findings([ClaimResult(spec, tmp_path / "sweep", 65.0, 1)], out, ["python", "-m", "harness",
-                          "findings"], quick=False, seconds=70.0, runs_commit="abc1234")
+                          "findings"], quick=False, seconds=70.0, runs_commit="abc1234",
+                          rules={"": "def5678", "claim6_bandpo": "0123abc"})
     text = path.read_text()
     assert read_verdicts(path) == {"claim6_bandpo": "inconclusive"}
     assert "| **inconclusive** | 1 FAILED, 2 FINISHED | 1.1 min | `claim6_bandpo` |" in text
     assert "![The figure, bands inside [0, 1].](findings/claim6_bandpo/claim_bandpo.png)" in text  # relinked
     assert "runs at commit `abc1234`" in text  # read before the runs, not after FINDINGS dirtied the checkout
+    assert "rules (the designs in `sweeps/claim*.yaml`) fixed at commit `def5678`" in text
+    assert "Rules: `sweeps/claim6_bandpo.yaml` as last committed before the runs, at `0123abc`; runs at " \
+           "`abc1234`." in text  # each claim page names its own rules commit
     assert (out / "findings" / "claim6_bandpo" / "claim_bandpo.png").read_bytes() == b"\x89PNG fake"
     assert "#### Tests" in text and "| (a) | reproduced |" in text and "Runs used" not in text
     assert "exited with code 1" in text

@@ -251,6 +251,41 @@ def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
     assert "Pilot (sizes the design; its runs are never tested)" in md and "Refused before the main runs" in md
 
 
+def test_a_regime_the_pilot_shows_unable_to_carry_the_claim_is_not_testable_without_main_runs(run_harness):
+    """A precondition that fails on the pilot's runs (token entropy can never be ≤ 0) ends the study "not
+    testable here", naming the check and its measured value, before any main round; the report says the same."""
+    sweeps = run_harness.root / "sweeps"
+    sweeps.mkdir()
+    (sweeps / "regime.yaml").write_text(textwrap.dedent("""
+        hypothesis: δ 0.1 keeps more entropy than δ 0.2
+        reports: [decisions]
+        overrides: [debug=quick, algo=dppo]
+        grids:
+          - delta: [0.1, 0.2]
+        seeds: auto
+        budget: {runs: 8, per_round: 2, max_seeds: 4}
+        pilot: {seeds: [1000, 1001]}
+        preconditions:
+          - name: the policy is deterministic
+            measure: entropy
+            at_most: 0.0
+        tests:
+          - name: δ 0.1 above δ 0.2
+            measure: entropy
+            hypothesis: greater
+            sesoi: 0.01
+            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+    """))
+    proc = run_harness("sweep", "regime", env={"HARNESS_SWEEPS": str(sweeps)}, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "not testable here after the pilot (no main run)" in proc.stdout and "round 1" not in proc.stdout
+    assert "the policy is deterministic: entropy measured" in proc.stdout and "needs ≤ 0" in proc.stdout
+    (sweep,) = (run_harness.root / "multirun" / "regime").glob("*")
+    assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}
+    md = (sweep / "reports" / "decisions" / "summary.md").read_text()
+    assert "not testable here — precondition failed: the policy is deterministic" in md
+
+
 def test_an_undecided_regime_check_does_not_hold_a_decided_study():
     from harness.stats import inference
     from harness.reports.decisions import Outcome
@@ -267,3 +302,22 @@ def test_an_undecided_regime_check_does_not_hold_a_decided_study():
     assert not decided([outcome(no, False), outcome(yes, True)])
     assert decided([outcome(yes, True)]) and not decided([outcome(no, True)])  # checks alone: they decide
     assert not decided([])
+
+
+def test_a_contradicted_part_stops_the_study_its_other_parts_cannot_rescue():
+    """Intersection–union: one part shown wrong (after Holm at the look's α) decides "not reproduced", so the
+    study stops even though another part is still open; an undecided part beside a reproduced one does not."""
+    from harness.reports.decisions import Outcome
+    from harness.stats import inference
+    from harness.stats.design import TestSpec
+    from harness.sweeps.adaptive import decided
+
+    def outcome(word, p_against):
+        test = TestSpec("part", "gain", "noninferior", 0.05, ((((("algo.name", "a"),), 1.0)),))
+        decision = inference.Decision(word, "", None, None, None, 0.5, p_against, 0.01, None)
+        return Outcome(test, decision, [], 0.01, None)
+
+    against = outcome(inference.NOT_REPRODUCED, 1e-6)
+    assert decided([against, outcome(inference.INCONCLUSIVE, 0.5)])
+    assert not decided([outcome(inference.REPRODUCED, 0.9), outcome(inference.INCONCLUSIVE, 0.5)])
+

@@ -106,3 +106,35 @@ def test_a_bad_pilot_is_refused_at_load(tmp_path, monkeypatch, extra, message):
     with pytest.raises(ValueError, match="sweep 'bad'") as err:
         load_sweep("bad")
     assert message in str(err.value)
+
+
+def test_the_pilot_plans_the_fewest_whole_rounds_that_reach_the_power(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, monkeypatch)
+    data = _data(spec.design.pilot.seeds, 0.08, np.random.default_rng(1))
+    sized, seeds = pilot.plan(data, spec)
+    assert 2 < seeds < 12 and seeds % 2 == 0
+    assert all(s.power >= 0.8 for s in sized)
+    (fewer,) = pilot.size(data, spec, seeds - 2)  # one round fewer does not reach the target
+    assert fewer.power < 0.8
+
+
+def test_a_pilot_whose_spread_the_cap_cannot_carry_plans_the_cap_and_is_refused(tmp_path, monkeypatch):
+    spec = _spec(tmp_path, monkeypatch)
+    data = _data(spec.design.pilot.seeds, 0.4, np.random.default_rng(1))
+    sized, seeds = pilot.plan(data, spec)
+    assert seeds == 12
+    assert "at the budget's cap of 12 seeds per arm" in pilot.refusal(sized, spec.design, seeds)
+
+
+def test_a_saved_plan_sets_the_looks_the_reports_test_at(tmp_path, monkeypatch):
+    """The reports read the sweep folder's plan: a study planned at 6 seeds spends all of α by its 6th seed."""
+    from harness.reports.decisions import look_alpha
+
+    spec = _spec(tmp_path, monkeypatch)
+    folder = tmp_path / "sweep"
+    assert pilot.planned(spec, folder) is spec  # no plan saved: the declared cap
+    pilot.save_plan(folder, 6, 12)
+    planned = pilot.planned(spec, folder)
+    assert planned.design.max_seeds(2) == 6 and spec.design.max_seeds(2) == 12
+    assert look_alpha(planned, 6) > look_alpha(spec, 6)
+    assert sum(look_alpha(planned, n) for n in (2, 4, 6)) == pytest.approx(0.05)

@@ -1,5 +1,5 @@
-"""claim_anchor (claim 3, DPPO Takeaway 2): for each DPPO divergence, is anchor=recompute (ν = π') less
-stable than anchor=rollout (ν = μ)? Tested per divergence, never pooled."""
+"""claim_anchor (claim 3, DPPO Takeaway 2): for each DPPO divergence, does anchor=recompute (ν = π') let the
+mismatch grow, and runs collapse, more than anchor=rollout (ν = μ)? Tested per divergence, never pooled."""
 from __future__ import annotations
 
 from typing import Optional
@@ -39,7 +39,7 @@ def build(data: SweepData, page: Page) -> None:
     page.uses(runs)
     spec = claims.decisions.spec_for(data, SWEEP)
     cells = claims.group_by(runs, lambda r: f"{_variant(r)} · anchor={anchor(r)}")
-    claims.describe(data, page, cells, ["final_accuracy", "gain", "mismatch"], claims.design_k(spec),
+    claims.describe(data, page, cells, ["log_mismatch_growth", "mismatch", "final_accuracy", "gain"], claims.design_k(spec),
                     "Variant × anchor", "variant · anchor")
     fig, axes = plots.grid(2, ncols=2, width=5.4, height=3.6)
     colours = dict(zip(groups, shades("dppo", len(groups))))

@@ -1,5 +1,6 @@
-"""claim_bandpo (claim 6): in a regime with room for it (≥ 15% of sampled tokens with ν < 0.2), does
-BandPO keep entropy higher than GRPO's ratio clip at equal or better accuracy? Both anchored on the
+"""claim_bandpo (claim 6): in a regime with room for it (≥ 15% of sampled tokens with ν < 0.2) where GRPO's
+entropy collapses, does BandPO keep entropy higher (end/start ratio, log scale) than GRPO's ratio clip at
+equal or better accuracy? Both anchored on the
 recomputed old policy, as the BandPO paper does. Its part (a), fewer clipped low-probability tokens, is an
 implementation check: the KL band at δ = 0.05 contains [0.8, 1.2] for every ν ≤ 0.5, so it holds by
 construction."""
@@ -28,7 +29,7 @@ def build(data: SweepData, page: Page) -> None:
     page.uses(runs)
     spec = claims.decisions.spec_for(data, SWEEP)
     refused = claims.admission(data, runs, page)
-    claims.describe(data, page, groups, ["lowprob_clipped", "entropy", "final_accuracy", "lowprob_share"],
+    claims.describe(data, page, groups, ["lowprob_clipped", "log_entropy_change", "entropy", "final_accuracy", "lowprob_share"],
                     claims.design_k(spec), "GRPO clipping versus BandPO", "objective")
     eval_steps = sorted({int(s) for r in runs for s in data.curve(r, EVAL)[0]})
     fig, axes = plots.grid(3, ncols=3, width=4.2, height=3.4)

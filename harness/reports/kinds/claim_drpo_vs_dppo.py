@@ -1,6 +1,7 @@
-"""claim_drpo_vs_dppo (claim 5): at matched δ (one grid for both), does DRPO's smooth correction end no
-worse than DPPO's hard mask? DRPO at its paper default δ = 12.5 equals pg_is by construction (its weight
-1 ∓ |π − ν|/δ stays in [0.92, 1.08] because |π − ν| ≤ 1) and is reported as such, not run."""
+"""claim_drpo_vs_dppo (claim 5), as the DRPO paper compares them: DRPO at its paper default δ = 12.5 and at
+its best δ against DPPO at its best δ (each best chosen on pilot seeds that are never tested, the runs here on
+fresh seeds). Does DRPO end no worse? At δ = 12.5 DRPO's weight 1 ∓ |π − ν|/δ stays in [0.92, 1.08]
+(|π − ν| ≤ 1), so it is close to pg_is; the page says so."""
 from __future__ import annotations
 
 from typing import Optional
@@ -16,8 +17,10 @@ from harness.reports.registry import ReportKind
 from harness.stats.intervals import t_interval
 
 SWEEP = "claim5_drpo_vs_dppo"
-BY_CONSTRUCTION = ("DRPO at its paper default δ = 12.5 is pg_is by construction: |π − ν| ≤ 1, so its weight "
-                   "1 ∓ |π − ν|/12.5 stays in [0.92, 1.08]; it is not run here (claim 2 runs pg_is).")
+BY_CONSTRUCTION = ("DRPO at its paper default δ = 12.5 is close to pg_is by construction: |π − ν| ≤ 1, so its "
+                   "weight 1 ∓ |π − ν|/12.5 stays in [0.92, 1.08]. Each objective's best δ was chosen on pilot "
+                   "seeds by the rule of sweeps/claim5_delta_pilot.yaml (highest mean final accuracy); the runs "
+                   "below are on fresh seeds.")
 
 
 def needs(data: SweepData) -> Optional[str]:
@@ -38,11 +41,15 @@ def build(data: SweepData, page: Page) -> None:
     sesoi, alpha, power, _ = design_of(data)
     for objective in ("dppo", "drpo"):
         by_delta = claims.group_by([r for r in runs if r.objective == objective], lambda r: float(r.param("algo.delta")))
+        if len(by_delta) < 2:
+            continue
         outcomes = {d: per_seed(data, m, "final_accuracy", k) for d, m in by_delta.items()}
         lines.append(f"{objective}: " + sensitivity_verdict(threshold_effect.decide(outcomes, sesoi, alpha, power),
                                                             "δ", power))
-    page.heading(f"Sensitivity to δ (the sensitivity report's rule, SESOI ±{sesoi:g}; not part of the claim's verdict)")
-    page.bullets(lines)
+    if lines:
+        page.heading(f"Sensitivity to δ (the sensitivity report's rule, SESOI ±{sesoi:g}; not part of the claim's "
+                     "verdict)")
+        page.bullets(lines)
     fig, axes = plots.grid(1, ncols=1, width=6.4, height=3.8)
     ax = axes[0]
     deltas = sorted({float(r.param("algo.delta")) for r in runs})
@@ -58,10 +65,10 @@ def build(data: SweepData, page: Page) -> None:
     ax.set_xscale("log")
     ax.set_xticks(deltas)
     ax.set_xticklabels([fmt(d) for d in deltas])
-    plots.finish(ax, "Final eval accuracy versus δ (matched grid)", "δ (log scale)", plots.label("eval/accuracy"))
+    plots.finish(ax, "Final eval accuracy versus δ", "δ (log scale)", plots.label("eval/accuracy"))
     page.figure(fig, "claim_drpo_vs_dppo", "Final eval accuracy (mean of the last k evaluations) versus δ per "
                 "objective (colour, marker, line style): mean over seeds with 95% t-intervals inside [0, 1].")
     claims.verdict(page, data, SWEEP)
 
 
-REPORT = ReportKind("claim_drpo_vs_dppo", "Claim 5: DRPO versus DPPO at matched δ", needs, build)
+REPORT = ReportKind("claim_drpo_vs_dppo", "Claim 5: DRPO (default and best δ) versus DPPO (best δ)", needs, build)

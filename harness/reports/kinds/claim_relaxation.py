@@ -1,6 +1,6 @@
 """claim_relaxation (claim 4, DPPO §6): in a regime with room for it (≥ 15% of sampled tokens with
-ν < 0.2), does removing the clip for low-probability tokens speed learning, does relaxing only the low
-side lose entropy, and does relaxing both sides end best? The base clipping is Clip-Higher
+ν < 0.2), does removing the clip for low-probability tokens speed learning? Any relaxation groups the sweep
+ran (relax-low, relax-high) are shown; the tests are the sweep file's. The base clipping is Clip-Higher
 (ε_low 0.2, ε_high 0.28) and α = 0.1, as in the paper."""
 from __future__ import annotations
 
