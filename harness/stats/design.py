@@ -27,9 +27,11 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     the declared tests are then not read.
     pilot: {seeds: [1000, 1001, 1002, 1003]}   # seeds: auto only; seeds the study never uses
     underpowered: accepted               # optional: run even if the power at the SESOI is below `power`
-    The pilot runs first; its per-seed spread sets each test's power at its SESOI for the declared budget
-    (harness/reports/pilot.py). Below the power target the main runs are refused, unless the design says
-    `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
+    The pilot runs first. A precondition that fails on its runs ends the study "not testable here" before any
+    main run. Otherwise its per-seed spread plans the seeds per arm: the fewest whole rounds, up to the
+    budget's cap (max_seeds and runs), at which every test reaches the power target at its SESOI
+    (harness/reports/pilot.py). Where even the cap falls short the main runs are refused, unless the design
+    says `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
 
 Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
 test whose smallest achievable p at the planned seeds is not below its α is refused.

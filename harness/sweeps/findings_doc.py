@@ -151,9 +151,9 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
                   f"**{VERDICT_PREFIX}{page.verdict} — {page.reason}**", "",
                   f"_Hypothesis:_ {spec.hypothesis.strip()}", "", f"_Source:_ {spec.source}", "",
                   f"Rules: `sweeps/{spec.name}.yaml` as last committed before the runs, at "
-                  f"`{rules.get(spec.name) or rules_commit(f'sweeps/{spec.name}.yaml')}`; runs at `{runs_commit}`. "
-                  "Its pilot, and the power the pilot gave each test at its SESOI before the main runs, are in "
-                  "the page's Pilot section.", "",
+                  f"`{rules.get(spec.name) or rules_commit(f'sweeps/{spec.name}.yaml')}`; runs at `{runs_commit}`."
+                  + (" Its pilot, and the power the pilot gave each test at its SESOI before the main runs, are in "
+                     "the page's Pilot section." if spec.design.pilot else ""), "",
                   "Command (this claim alone): `python -m harness sweep " + spec.name + " launcher=local_parallel`"
                   f"; sweep file `sweeps/{spec.name}.yaml`; overrides {', '.join(spec.overrides) or 'none'}; "
                   f"reports in `{result.sweep_dir}/reports/`.", ""]
