@@ -90,6 +90,7 @@ _COMPUTE: Dict[str, Callable[[SweepData, Run, int], Optional[float]]] = {
     "lowprob_clipped": lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac"),
     "lowprob_share": lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True),
     "mismatch": lambda d, r, k: tail_mean(d, r, "train/mismatch"),
+    "mismatch_start": lambda d, r, k: tail_mean(d, r, "train/mismatch", True),
     "log_mismatch_growth": _log_change("train/mismatch"),
     "log_entropy_change": _log_change("train/entropy"),
     "collapsed": _collapsed,

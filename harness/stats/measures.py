@@ -18,6 +18,7 @@ MEASURES: Dict[str, Tuple[str, Bounds]] = {  # name -> (description, bounds)
     "lowprob_clipped": ("fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps", (0.0, 1.0)),
     "lowprob_share": ("fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps", (0.0, 1.0)),
     "mismatch": ("mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None)),
+    "mismatch_start": ("mismatch |μ − π'|, mean over the first 10% of steps (is the cause present?)", (0.0, None)),
     "log_mismatch_growth": ("log(mismatch over the last 10% of steps / over the first 10%)", (None, None)),
     "collapsed": ("1 if the run collapsed (below its own start, smoothed; or non-finite), else 0", (0.0, 1.0)),
 }
