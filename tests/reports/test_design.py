@@ -219,34 +219,43 @@ def test_a_follow_up_on_fresh_seeds_keeps_the_false_reproduced_rate_at_alpha():
     assert fresh / undecided <= alpha + 0.02  # 3 Monte Carlo standard errors
 
 
+PILOTED = """
+hypothesis: δ 0.1 keeps more entropy than δ 0.2
+reports: [decisions]
+overrides: [debug=quick, algo=dppo]
+grids:
+  - delta: [0.1, 0.2]
+seeds: auto
+budget: {runs: 8, per_round: 2, max_seeds: 4}
+pilot: {seeds: [1000, 1001]}
+tests:
+  - name: δ 0.1 above δ 0.2
+    measure: entropy
+    hypothesis: greater
+    sesoi: 0.01
+    contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
+"""
+
+
+def _run_piloted(run_harness, name, extra=""):
+    """A piloted sweep of tiny runs (2 pilot seeds per arm, at most 4 seeds): (process, its sweep folder)."""
+    sweeps = run_harness.root / "sweeps"
+    sweeps.mkdir()
+    (sweeps / f"{name}.yaml").write_text(PILOTED + extra)
+    proc = run_harness("sweep", name, env={"HARNESS_SWEEPS": str(sweeps)}, timeout=900)
+    (sweep,) = (run_harness.root / "multirun" / name).glob("*")
+    assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}  # only the pilot's jobs ran
+    return proc, sweep
+
+
 def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
     """The pilot (2 seeds per arm) runs first; at most 4 seeds per arm can never reach the final look's α
     (2^−4 ≥ α), so the power at the SESOI is 0% whatever the runs give: refused before any main round, with
     the power printed, and the report shows the pilot."""
-    sweeps = run_harness.root / "sweeps"
-    sweeps.mkdir()
-    (sweeps / "piloted.yaml").write_text(textwrap.dedent("""
-        hypothesis: δ 0.1 keeps more entropy than δ 0.2
-        reports: [decisions]
-        overrides: [debug=quick, algo=dppo]
-        grids:
-          - delta: [0.1, 0.2]
-        seeds: auto
-        budget: {runs: 8, per_round: 2, max_seeds: 4}
-        pilot: {seeds: [1000, 1001]}
-        tests:
-          - name: δ 0.1 above δ 0.2
-            measure: entropy
-            hypothesis: greater
-            sesoi: 0.01
-            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
-    """))
-    proc = run_harness("sweep", "piloted", env={"HARNESS_SWEEPS": str(sweeps)}, timeout=900)
+    proc, sweep = _run_piloted(run_harness, "piloted")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "pilot: seeds 1000,1001" in proc.stdout and "power 0% at the SESOI 0.01 (target 80%)" in proc.stdout
     assert "underpowered: δ 0.1 above δ 0.2" in proc.stderr and "round 1" not in proc.stdout
-    (sweep,) = (run_harness.root / "multirun" / "piloted").glob("*")
-    assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}  # only the pilot's jobs ran
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "Pilot (sizes the design; its runs are never tested)" in md and "Refused before the main runs" in md
 
@@ -254,34 +263,11 @@ def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
 def test_a_regime_the_pilot_shows_unable_to_carry_the_claim_is_not_testable_without_main_runs(run_harness):
     """A precondition that fails on the pilot's runs (token entropy can never be ≤ 0) ends the study "not
     testable here", naming the check and its measured value, before any main round; the report says the same."""
-    sweeps = run_harness.root / "sweeps"
-    sweeps.mkdir()
-    (sweeps / "regime.yaml").write_text(textwrap.dedent("""
-        hypothesis: δ 0.1 keeps more entropy than δ 0.2
-        reports: [decisions]
-        overrides: [debug=quick, algo=dppo]
-        grids:
-          - delta: [0.1, 0.2]
-        seeds: auto
-        budget: {runs: 8, per_round: 2, max_seeds: 4}
-        pilot: {seeds: [1000, 1001]}
-        preconditions:
-          - name: the policy is deterministic
-            measure: entropy
-            at_most: 0.0
-        tests:
-          - name: δ 0.1 above δ 0.2
-            measure: entropy
-            hypothesis: greater
-            sesoi: 0.01
-            contrast: {"algo.delta=0.1": 1, "algo.delta=0.2": -1}
-    """))
-    proc = run_harness("sweep", "regime", env={"HARNESS_SWEEPS": str(sweeps)}, timeout=900)
+    proc, sweep = _run_piloted(run_harness, "regime", "preconditions:\n  - name: the policy is deterministic\n"
+                                                     "    measure: entropy\n    at_most: 0.0\n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "not testable here after the pilot (no main run)" in proc.stdout and "round 1" not in proc.stdout
     assert "the policy is deterministic: entropy measured" in proc.stdout and "needs ≤ 0" in proc.stdout
-    (sweep,) = (run_harness.root / "multirun" / "regime").glob("*")
-    assert {p.name[:3] for p in sweep.glob("g0*_*")} == {"g0p"}
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "not testable here — precondition failed: the policy is deterministic" in md
 

@@ -32,9 +32,19 @@ def eight_seed_claims(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HARNESS_SWEEPS", str(folder))
 
 
+def _verdict_line(md: str) -> str:
+    return next(line for line in md.splitlines() if line.startswith("**Verdict: "))
+
+
 def _verdict(md: str) -> str:
-    line = next(line for line in md.splitlines() if line.startswith("**Verdict: "))
-    return line[len("**Verdict: "):].split(" — ")[0]
+    return _verdict_line(md)[len("**Verdict: "):].split(" — ")[0]
+
+
+def _claim_page(uri, runs, sweep_id: str, kind: str, out) -> str:
+    """The claim report `kind` of synthetic runs written as sweep `sweep_id` (20 steps, an eval every 5)."""
+    write_sweep(uri, runs, sweep_id, steps=20, eval_every=5)
+    assert main([sweep_id, "--tracking-uri", uri, "--out", str(out), "--kind", kind]) == 0
+    return (out / kind / "summary.md").read_text()
 
 
 def _flat(value, n=len(STEPS)):
@@ -81,14 +91,10 @@ def test_a_regime_where_grpos_entropy_does_not_collapse_cannot_test_bandpo(share
     """BandPO's claim is that it prevents GRPO's entropy collapse: where GRPO's entropy ends at 0.9 of its start
     there is nothing to prevent, so the verdict is "not testable here" with the measured ratio, even though
     bandpo "keeps more entropy" by the data."""
-    uri, _ = shared_store
-    write_sweep(uri, _bandpo_runs(0.3, grpo_entropy_end=1.08), "2026-07-08/00-00-00-000000", steps=20,
-                eval_every=5)
-    assert main(["2026-07-08/00-00-00-000000", "--tracking-uri", uri, "--out", str(tmp_path),
-                 "--kind", "claim_bandpo"]) == 0
-    md = (tmp_path / "claim_bandpo" / "summary.md").read_text()
+    md = _claim_page(shared_store[0], _bandpo_runs(0.3, grpo_entropy_end=1.08), "2026-07-08/00-00-00-000000",
+                     "claim_bandpo", tmp_path)
     assert _verdict(md) == "not testable here"
-    line = next(line for line in md.splitlines() if line.startswith("**Verdict: "))
+    line = _verdict_line(md)
     assert "precondition failed: GRPO's entropy collapses (end/start ratio ≤ 0.5): log_entropy_change in " \
            "[algo=grpo] measured -0.0998 (mean over 8 seeds), needs ≤ -0.693" in line
 
@@ -137,14 +143,10 @@ def test_a_failed_precondition_makes_the_claim_not_testable_here(shared_store, t
     """pg_is loses accuracy without any mismatch (gain −0.1 at ×0): the interaction would still be "shown",
     but it says nothing about mismatch, so the verdict names the failed check and its value, and the tests
     are not read."""
-    uri, _ = shared_store
-    write_sweep(uri, _trust_region_runs(unstable_at_zero=True), "2026-07-07/00-00-00-000000", steps=20,
-                eval_every=5)
-    assert main(["2026-07-07/00-00-00-000000", "--tracking-uri", uri, "--out", str(tmp_path),
-                 "--kind", "claim_trust_region"]) == 0
-    md = (tmp_path / "claim_trust_region" / "summary.md").read_text()
+    md = _claim_page(shared_store[0], _trust_region_runs(unstable_at_zero=True), "2026-07-07/00-00-00-000000",
+                     "claim_trust_region", tmp_path)
     assert _verdict(md) == "not testable here"
-    line = next(line for line in md.splitlines() if line.startswith("**Verdict: "))
+    line = _verdict_line(md)
     assert ("precondition failed: pg_is stable without mismatch: gain in [algo=pg_is,precision.mismatch_scale=0] "
             "measured -0.1 (mean over 8 seeds), needs ≥ -0.05") in line
     assert "cispo stable" not in line and "Declared tests" not in md
