@@ -17,6 +17,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
                                          # | exact (valid when some runs collapse: harness/stats/robust.py)
+                                         # | sign (the median per-seed contrast, exact sign tests: robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
     preconditions:                       # regime checks that gate the verdict (harness/reports/preconditions.py)
       - name: the mismatch is LLM-like   # the claim's cause is present
@@ -45,7 +46,7 @@ from harness.config.selectors import parse_selector
 from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
 
-METHODS = ("t", "fisher", "exact")
+METHODS = ("t", "fisher", "exact", "sign")
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
 

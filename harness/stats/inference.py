@@ -30,7 +30,7 @@ from scipy import stats
 from harness.stats import robust
 from harness.stats.words import HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED  # noqa: F401
 
-METHODS = ("t", "exact")
+METHODS = ("t", "exact", "sign")
 MAX_SEEDS_SEARCHED = 10000
 
 
@@ -176,9 +176,9 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
     less: the mirror image. noninferior: reproduced if c > −SESOI; not reproduced if c < −SESOI.
     equivalent: reproduced if |c| < SESOI (TOST); not reproduced if c > SESOI or c < −SESOI is shown
     (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`).
-    method: t (t-tests) or exact (robust.py: sign-flip where the null is "no difference between the arms"
+    method: t (t-tests), exact (robust.py: sign-flip where the null is "no difference between the arms"
     — `exchangeable`: weights summing to 0, no offset — else Anderson's bound on the contrast's range
-    `bounds`). No test decides without spread or with too few seeds for `alpha` (Estimate.untestable)."""
+    `bounds`) or sign (robust.MedianTests: exact sign tests of the median per-seed contrast). No test decides without spread or with too few seeds for `alpha` (Estimate.untestable)."""
     if hypothesis not in HYPOTHESES:
         raise ValueError(f"hypothesis {hypothesis!r} is not allowed; allowed: {', '.join(HYPOTHESES)}")
     if method not in METHODS:
@@ -186,7 +186,12 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
     if est is None:
         return Decision(INCONCLUSIVE, "fewer than 2 seeds in some arm: no test", None, None, None, None, None,
                         alpha, None)
-    tests = robust.ExactTests(est, bounds, exchangeable) if method == "exact" and est.paired else est
+    if method == "exact" and est.paired:
+        tests = robust.ExactTests(est, bounds, exchangeable)
+    elif method == "sign" and est.paired:
+        tests = robust.MedianTests(est)
+    else:
+        tests = est
     low, high = tests.interval(alpha, bounds)
     needed = seeds_needed(est.sd_unit, sesoi, alpha_power or alpha, power, est.paired, arms) if with_power else None
     blocked = est.untestable(alpha)
@@ -230,7 +235,7 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         else:
             word, why = INCONCLUSIVE, (f"neither |c| < {sesoi:g} (TOST p = {_p(p_effect)}) nor |c| > {sesoi:g} "
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
-    if method == "exact":
+    if method in ("exact", "sign"):
         why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
     return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed)
 

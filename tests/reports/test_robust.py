@@ -147,3 +147,72 @@ def test_adaptive_t_studies_on_coarse_tied_outcomes_keep_false_reproduced_at_alp
         false += word == inference.REPRODUCED
     print(f"coarse outcomes: {tied / studies:.0%} of first looks without spread; false reproduced {false / studies:.3f}")
     assert tied / studies > 0.05 and false / studies <= ALPHA + _tolerance(studies)
+
+
+def _median_tests(values):
+    est = inference.estimate([dict(enumerate(values))], [1.0])
+    return robust.MedianTests(est)
+
+
+def test_the_sign_tests_p_is_scipys_binomial_test_and_its_interval_covers_the_median():
+    d = np.array([0.1, -0.02, 0.05, 0.05, 0.2, -0.1, 0.03, 0.0, 0.07])
+    tests = _median_tests(d)
+    for theta in (-0.05, 0.0, 0.05):
+        above, below = int(np.sum(d > theta)), int(np.sum(d < theta))  # ties at θ count against both
+        assert tests.p_above(theta) == pytest.approx(stats.binomtest(above, len(d), alternative="greater").pvalue)
+        assert tests.p_below(theta) == pytest.approx(stats.binomtest(below, len(d), alternative="greater").pvalue)
+    low, high = tests.interval(0.05)
+    assert low <= np.median(d) <= high and low in d and high in d
+
+
+def _contrasts_with_median(rng, n, median, collapse_rate, sd=0.03, step=1 / 96):
+    """Per-seed contrasts whose median is exactly `median`: a share `collapse_rate` far below (a collapsed
+    run), the rest around the median, placed so that half of all the mass lies above it; rounded to an
+    accuracy step (ties)."""
+    above = 0.5 / (1.0 - collapse_rate)  # P(rest > median) that puts half of all the mass above
+    centre = median + sd * stats.norm.ppf(above)
+    rest = rng.normal(centre, sd, n)
+    values = np.where(rng.random(n) < collapse_rate, median - 0.5, rest)
+    return np.round(values / step) * step
+
+
+@pytest.mark.parametrize("collapse_rate", [0.0, 0.15, 0.25])
+def test_sign_tests_keep_false_equivalence_and_false_reproduced_at_alpha_under_collapses(collapse_rate):
+    """method: sign. A median contrast exactly at the SESOI (0.05): "equivalent" (|median| < SESOI) is false,
+    declared at most at rate α; a median of 0 in an adaptive study (2 seeds a round up to 12, α spent over
+    the looks): "greater" is false, declared at most at rate α. Collapses and ties throughout."""
+    rng = np.random.default_rng(6)
+    studies, equivalent, reproduced = 800, 0, 0
+    for _ in range(studies):
+        d = _contrasts_with_median(rng, 12, 0.05, collapse_rate)
+        est = inference.estimate([dict(enumerate(d))], [1.0])
+        equivalent += inference.decide(est, "equivalent", 0.05, ALPHA, bounds=(-1.0, 1.0), with_power=False,
+                                       method="sign").word == inference.REPRODUCED
+        null = _contrasts_with_median(rng, 12, 0.0, collapse_rate)
+        word, _ = study(lambda n, x=null: [dict(enumerate(x[:n]))], [1.0], "greater", 0.05, ALPHA, 2, 12,
+                        method="sign", bounds=(-1.0, 1.0))
+        reproduced += word == inference.REPRODUCED
+    print(f"sign tests, collapse rate {collapse_rate:.0%}: false equivalence {equivalent / studies:.3f}, "
+          f"false reproduced {reproduced / studies:.3f}")
+    assert equivalent / studies <= ALPHA + _tolerance(studies)
+    assert reproduced / studies <= ALPHA + _tolerance(studies)
+
+
+def test_sign_tests_decide_a_null_and_an_effect_from_a_few_seeds():
+    """Where a bound on a mean cannot show anything from 16 seeds, the median's sign tests do: a contrast
+    around 0 (SD 0.02) is shown equivalent within ±0.05, one around 0.1 is shown above 0, with a 15%
+    collapse share in both; the exact (Anderson) TOST is printed beside."""
+    rng = np.random.default_rng(7)
+    studies, found = 200, {"equivalent": 0, "greater": 0, "exact equivalent": 0}
+    for _ in range(studies):
+        null, effect = (_contrasts_with_median(rng, 16, m, 0.15, sd=0.02) for m in (0.0, 0.1))
+        for name, d, hypothesis, method in (("equivalent", null, "equivalent", "sign"),
+                                            ("greater", effect, "greater", "sign"),
+                                            ("exact equivalent", null, "equivalent", "exact")):
+            est = inference.estimate([dict(enumerate(d))], [1.0])
+            found[name] += inference.decide(est, hypothesis, 0.05, ALPHA, bounds=(-1.0, 1.0), with_power=False,
+                                            method=method).word == inference.REPRODUCED
+    rates = {k: v / studies for k, v in found.items()}
+    print(f"decided from 16 seeds: {rates}")
+    assert rates["equivalent"] >= 0.8 and rates["greater"] >= 0.8
+    assert rates["exact equivalent"] < 0.2
