@@ -214,6 +214,9 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                       f"tested here are not tested again), reported separately: {o.command}")
     _figure(page, outcomes)
     word, reason = overall(outcomes)
+    refused = pilot.refused_before_main_runs(data, spec, outcomes)
+    if refused:
+        reason = f"the pilot refused the main runs, so no declared test ran — {refused}"
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word
 

@@ -154,6 +154,13 @@ def refusal(sized: List[Sized], design, seeds: Optional[int] = None) -> Optional
             + " — raise the cap (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
 
 
+def refused_before_main_runs(data: SweepData, spec, outcomes) -> Optional[str]:
+    """Why a piloted design has no tested runs (its pilot refused the main runs), or None."""
+    if not spec.design.pilot or any(len(arm) for o in outcomes for _, arm in o.arms):
+        return None
+    return refusal(size(data, spec), spec.design, spec.design.max_seeds(runs_per_seed(spec.grids)))
+
+
 def write_section(page: Page, data: SweepData, spec) -> None:
     """The pilot's table and whether the design was refused, on a report page."""
     design = spec.design
@@ -168,7 +175,7 @@ def write_section(page: Page, data: SweepData, spec) -> None:
         page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}: none of their runs is in this data, so "
                   "there is no pilot figure.")
         return
-    refused = refusal(sized, design)
+    refused = refusal(sized, design, design.max_seeds(runs_per_seed(spec.grids)))
     accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
     plan_text = (f"The pilot planned {saved['max_seeds']} seeds per arm: the fewest whole rounds of "
                  f"{design.budget.per_round} at which every test reaches the power target, or the cap "

@@ -258,6 +258,8 @@ def test_a_pilot_refuses_a_design_that_cannot_reach_its_power(run_harness):
     assert "underpowered: δ 0.1 above δ 0.2" in proc.stderr and "round 1" not in proc.stdout
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "Pilot (sizes the design; its runs are never tested)" in md and "Refused before the main runs" in md
+    assert "**Verdict: inconclusive — the pilot refused the main runs, so no declared test ran — underpowered: " \
+           "δ 0.1 above δ 0.2" in md and "at the budget's cap of 4 seeds per arm" in md
 
 
 def test_a_regime_the_pilot_shows_unable_to_carry_the_claim_is_not_testable_without_main_runs(run_harness):
