@@ -190,8 +190,8 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
         d, t = o.decision, o.test
         contrast = " ".join(f"{'+' if w > 0 else '−'}{fmt(abs(w))}·[{s}]" for (s, _), (_, w) in zip(o.arms, t.contrast))
         contrast += f" − {fmt(t.offset)}" if t.offset else ""
-        est = "—" if d.estimate is None else (f"{fmt(d.estimate.value)} [{fmt(d.low)}, {fmt(d.high)}] "
-                                              f"({'paired' if d.estimate.paired else 'Welch'}, n={d.estimate.n})")
+        kind = ("paired median" if d.median else "paired") if d.estimate and d.estimate.paired else "Welch"
+        est = "—" if d.estimate is None else f"{fmt(d.centre)} [{fmt(d.low)}, {fmt(d.high)}] ({kind}, n={d.estimate.n})"
         rows.append([t.name, t.measure, t.hypothesis, contrast, fmt(t.sesoi), est, fmt(o.alpha, 4),
                      None if d.p_effect is None else fmt(d.p_effect, 3),
                      None if d.p_against is None else fmt(d.p_against, 3), d.word,
@@ -238,6 +238,9 @@ def _figure(page: Page, outcomes: Sequence[Outcome]) -> None:
         return
     fig, axes = plots.grid(1, ncols=1, width=9.0, height=1.4 + 0.55 * len(shown), left=2.7)
     ax = axes[0]
+    finite = [v for o in shown for v in (o.decision.low, o.decision.high, o.decision.centre, o.test.sesoi,
+                                         -o.test.sesoi) if v is not None and np.isfinite(v)]
+    edge = (min(finite), max(finite))  # an interval with no finite end (too few seeds) is drawn to the edge
     span = []
     for i, o in enumerate(shown):
         y = len(shown) - 1 - i
@@ -248,9 +251,11 @@ def _figure(page: Page, outcomes: Sequence[Outcome]) -> None:
             ax.plot([-o.test.sesoi] * 2, [y - 0.4, y + 0.4], color="#777", linestyle=":", linewidth=1.2)
         else:
             ax.fill_betweenx([y - 0.4, y + 0.4], -o.test.sesoi, o.test.sesoi, color="#cfe3f3", zorder=1)
-        ax.errorbar([d.estimate.value], [y], xerr=[[d.estimate.value - d.low], [d.high - d.estimate.value]],
+        low = d.low if np.isfinite(d.low) else edge[0]
+        high = d.high if np.isfinite(d.high) else edge[1]
+        ax.errorbar([d.centre], [y], xerr=[[d.centre - low], [high - d.centre]],
                     fmt=marker, color=col, capsize=4, markersize=6, linewidth=1.6, zorder=3)
-        span += [d.low, d.high, o.test.sesoi, -o.test.sesoi]
+        span += [low, high, o.test.sesoi, -o.test.sesoi]
     ax.axvline(0, color="#000", linewidth=0.8)
     ax.set_yticks(range(len(shown)))
     ax.set_yticklabels([plots.wrap(o.test.name, 34) for o in reversed(shown)])

@@ -160,10 +160,18 @@ class Decision:
     p_against: Optional[float]
     alpha: float
     seeds_needed: Optional[int]
+    median: bool = False  # the tests (and low, high) are about the median per-seed contrast (method: sign)
 
     @property
     def decided(self) -> bool:
         return self.word != INCONCLUSIVE
+
+    @property
+    def centre(self) -> Optional[float]:
+        """The contrast the tests are about: the mean, or the median per-seed contrast (method: sign)."""
+        if self.estimate is None:
+            return None
+        return float(np.median(self.estimate.values)) if self.median else self.estimate.value
 
 
 def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float, power: float = 0.8,
@@ -237,7 +245,8 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
     if method in ("exact", "sign"):
         why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
-    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed)
+    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed,
+                    median=isinstance(tests, robust.MedianTests))
 
 
 def holm(p_values: Sequence[float], alpha: float) -> List[bool]:

@@ -1,5 +1,8 @@
 """`python -m harness findings [--quick] [--only a,b] [--out DIR] [overrides] [--force]`: run every claim
 sweep (a named sweep with a `claim:`), build its reports, and write FINDINGS.md from the claim reports.
+`python -m harness findings --render FOLDER... [--out DIR]` writes FINDINGS.md from claim sweeps that already
+ran, running nothing: e.g. after `python -m harness report FOLDER` rebuilt their pages with newer report code
+(each claim's time, status and code version are read from its runs in MLflow).
 
 The full set runs with `launcher=local_parallel` unless the overrides name another launcher. A claim whose
 design says `seeds: auto` runs its seeds in rounds until its declared tests are decided or its budget is
@@ -55,12 +58,17 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: ./reports, or <output_root>/findings-quick with --quick)")
     parser.add_argument("--force", action="store_true", help="rerun jobs that already FINISHED (always, "
                         "without --quick)")
+    parser.add_argument("--render", nargs="+", metavar="SWEEP_FOLDER", default=None,
+                        help="write FINDINGS.md from these claim sweep folders (<root>/multirun/<claim>/<stamp>), "
+                             "running nothing")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every run")
     return parser
 
 
 def main(argv: List[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.render:
+        return _render(args.render, Path(args.out or "reports"), argv)
     from harness.sweeps import adaptive, grid_runs  # (the runners load only past --help)
 
     specs = claim_sweeps()
@@ -107,6 +115,36 @@ def main(argv: List[str]) -> int:
                           seconds=time.time() - started, runs_commit=commit, rules=rules)
     print(f"findings: {path}")
     return worst
+
+
+def _render(folders: List[str], out: Path, argv: List[str]) -> int:
+    # (the store's readers load only past --help, as the runners do)
+    from harness.launchers.skip_finished import VERSION_TAG
+    from harness.reports.collect import collect
+    from harness.reports.locate import from_sweep_dir
+
+    claims = {s.name: s for s in claim_sweeps()}
+    results, runs_at = [], {}
+    for folder in folders:
+        folder = Path(folder).expanduser().resolve()
+        spec = claims.get(folder.parent.name)
+        if spec is None or not folder.is_dir():
+            print(f"harness: error: findings --render: {folder} is not the folder of a claim sweep "
+                  f"(<root>/multirun/<claim>/<stamp>; claims: {', '.join(claims)})", file=sys.stderr)
+            return 2
+        data = collect(from_sweep_dir(folder))
+        starts = [r.start_time for r in data.runs if r.start_time]
+        ends = [r.end_time for r in data.runs if r.end_time]
+        seconds = (max(ends) - min(starts)) / 1000.0 if starts and ends else 0.0
+        versions = sorted({r.tags[VERSION_TAG][:7] for r in data.runs if r.tags.get(VERSION_TAG)})
+        runs_at[spec.name] = ", ".join(versions) or "unknown"
+        results.append(ClaimResult(spec, folder, seconds, int(any(r.status != "FINISHED" for r in data.runs))))
+    results.sort(key=lambda r: r.spec.name)
+    path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=False,
+                          seconds=sum(r.seconds for r in results),
+                          runs_commit=", ".join(sorted(set(runs_at.values()))), runs_by_claim=runs_at)
+    print(f"findings: {path}")
+    return 0
 
 
 def _default_out(sweep_dir: Path, quick: bool) -> Path:

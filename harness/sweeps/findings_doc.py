@@ -111,11 +111,11 @@ def _minutes(seconds: float) -> str:
 
 def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str], quick: bool,
                    seconds: float, runs_commit: Optional[str] = None,
-                   rules: Optional[Dict[str, str]] = None) -> Path:
+                   rules: Optional[Dict[str, str]] = None, runs_by_claim: Optional[Dict[str, str]] = None) -> Path:
     """FINDINGS.md from the claim pages. runs_commit: the code the runs used, and rules: {"": every claim
     file's last commit, sweep name: its own file's}, both read before the runs started (the output written
     here may itself sit in the checkout and would mark it dirty; commits made during the study must not
-    move them); default: read now."""
+    move them); default: read now. runs_by_claim: each claim's own code version, where they differ."""
     rules = dict(rules or {})
     rules.setdefault("", rules_commit())
     runs_commit = runs_commit or code_commit()
@@ -151,7 +151,8 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
                   f"**{VERDICT_PREFIX}{page.verdict} — {page.reason}**", "",
                   f"_Hypothesis:_ {spec.hypothesis.strip()}", "", f"_Source:_ {spec.source}", "",
                   f"Rules: `sweeps/{spec.name}.yaml` as last committed before the runs, at "
-                  f"`{rules.get(spec.name) or rules_commit(f'sweeps/{spec.name}.yaml')}`; runs at `{runs_commit}`."
+                  f"`{rules.get(spec.name) or rules_commit(f'sweeps/{spec.name}.yaml')}`; runs at "
+                  f"`{(runs_by_claim or {}).get(spec.name, runs_commit)}`."
                   + (" Its pilot, and the power the pilot gave each test at its SESOI before the main runs, are in "
                      "the page's Pilot section." if spec.design.pilot else ""), "",
                   "Command (this claim alone): `python -m harness sweep " + spec.name + " launcher=local_parallel`"

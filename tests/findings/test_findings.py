@@ -96,6 +96,12 @@ def test_quick_findings_run_every_claim_end_to_end(run_harness):
         figures = list((run_harness.root / "findings-quick" / "findings" / name).glob("*.png"))
         assert figures and f"](findings/{name}/{figures[0].name})" in text
     assert text.count(" FINISHED |") == len(CLAIMS)  # every run of every claim finished
+    folders = sorted(str(p) for p in (run_harness.root / "multirun").glob("claim*/*"))
+    rendered = run_harness("findings", "--render", *folders, "--out", str(run_harness.root / "rendered"))
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    again = run_harness.root / "rendered" / "FINDINGS.md"
+    assert read_verdicts(again) == verdicts  # the same pages, nothing rerun
+    assert "Rules: `sweeps/claim1_sanity.yaml` as last committed before the runs" in again.read_text()
 
 
 def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypatch):

@@ -81,6 +81,7 @@ def test_bandpo_claim_follows_the_data(shared_store, tmp_path, swap, expected, e
     assert _verdict(md) == expected
     assert f"(b) bandpo keeps more entropy (log end/start ratio): {entropy}" in md
     assert "(c) bandpo accuracy no worse than grpo (−0.05): reproduced" in md and "sign test of the median" in md
+    assert "(paired median, n=8)" in md  # the contrast shown is the one the sign tests are about
     assert "30.0% of sampled tokens have ν < 0.2" in md and "admitted if ≥ 15%: yes" in md
     assert "checks, not in the verdict: (a) implementation check" in md
     files = check_page(tmp_path / "claim_bandpo" / "index.html")

@@ -163,6 +163,8 @@ def test_the_sign_tests_p_is_scipys_binomial_test_and_its_interval_covers_the_me
         assert tests.p_below(theta) == pytest.approx(stats.binomtest(below, len(d), alternative="greater").pvalue)
     low, high = tests.interval(0.05)
     assert low <= np.median(d) <= high and low in d and high in d
+    few = _median_tests([0.1, 0.2, 0.3])  # 3 seeds cannot bound a median at 1%: the range, or no bound at all
+    assert few.interval(0.01, (-1.0, 1.0)) == (-1.0, 1.0) and few.interval(0.01) == (-np.inf, np.inf)
 
 
 def _contrasts_with_median(rng, n, median, collapse_rate, sd=0.03, step=1 / 96):
