@@ -133,9 +133,7 @@ def _render(folders: List[str], out: Path, argv: List[str]) -> int:
                   f"(<root>/multirun/<claim>/<stamp>; claims: {', '.join(claims)})", file=sys.stderr)
             return 2
         data = collect(from_sweep_dir(folder))
-        starts = [r.start_time for r in data.runs if r.start_time]
-        ends = [r.end_time for r in data.runs if r.end_time]
-        seconds = (max(ends) - min(starts)) / 1000.0 if starts and ends else 0.0
+        seconds = _busy_seconds([(r.start_time, r.end_time) for r in data.runs if r.start_time and r.end_time])
         versions = sorted({r.tags[VERSION_TAG][:7] for r in data.runs if r.tags.get(VERSION_TAG)})
         runs_at[spec.name] = ", ".join(versions) or "unknown"
         results.append(ClaimResult(spec, folder, seconds, int(any(r.status != "FINISHED" for r in data.runs))))
@@ -145,6 +143,18 @@ def _render(folders: List[str], out: Path, argv: List[str]) -> int:
                           runs_commit=", ".join(sorted(set(runs_at.values()))), runs_by_claim=runs_at)
     print(f"findings: {path}")
     return 0
+
+
+def _busy_seconds(spans) -> float:
+    """Seconds during which some run of the claim was training: the union of its runs' [start, end] (ms), so a
+    study continued later does not count the time between."""
+    total, end = 0, None
+    for start, stop in sorted(spans):
+        if end is None or start > end:
+            total, end = total + (stop - start), stop
+        elif stop > end:
+            total, end = total + (stop - end), stop
+    return total / 1000.0
 
 
 def _default_out(sweep_dir: Path, quick: bool) -> Path:
