@@ -178,13 +178,15 @@ def test_the_command_for_missing_seeds_continues_a_study_or_starts_a_new_design(
     fixed-seed design on fresh seeds only (testing the seeds already tested again, at a fresh α, would
     raise the false "reproduced" rate well above α)."""
     from harness.stats import inference
-    from harness.reports.decisions import _command
+    from harness.reports.decisions import _command, jobs_per_seed
 
-    spec = load_sweep("claim3_anchor")  # seeds: auto, at most 12 seeds per arm
+    spec = load_sweep("claim3_anchor")  # seeds: auto, at most `cap` seeds per arm
+    cap = spec.design.max_seeds(jobs_per_seed(spec))
     undecided = inference.Decision(inference.INCONCLUSIVE, "", None, None, None, 0.3, 0.3, 0.05, 40)
     arms = lambda n: [("a", {s: 0.5 for s in range(n)}), ("b", {s: 0.5 for s in range(n)})]  # noqa: E731
     assert _command(spec, undecided, arms(4), "/runs/claim3") == "python -m harness sweep claim3_anchor --continue=/runs/claim3"
-    assert _command(spec, undecided, arms(12), "/runs/claim3") == "python -m harness sweep claim3_anchor 'seed=range(12,52)'"
+    assert _command(spec, undecided, arms(cap), "/runs/claim3") == \
+        f"python -m harness sweep claim3_anchor 'seed=range({cap},{cap + 40})'"
     decided = inference.Decision(inference.REPRODUCED, "", None, None, None, 0.01, 0.9, 0.05, 40)
     assert _command(spec, decided, arms(4), "/runs/claim3") is None
     fixed = load_sweep("claim1_sanity")

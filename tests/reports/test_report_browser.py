@@ -91,7 +91,7 @@ def _claim_sweeps(uri):
     sweeps = {}
     runs = [FakeRun(o, seed=s, metrics={
         "objective/lowprob_masked_frac": (steps, flat((0.05 if o == "bandpo" else 0.3) + 0.01 * s)),
-        "objective/lowprob_frac": (steps, flat(0.3)), "train/entropy": (steps, flat(0.4 + 0.02 * s)),
+        "objective/lowprob_frac": (steps, flat(0.3)), "train/entropy": (steps, np.linspace(1.2, 0.2 + 0.02 * s, len(steps))),  # collapses: testable
         "eval/accuracy": (evals, [0.3, 0.5, 0.7, 0.95, 1.0 - 0.01 * s]),
         "train/accuracy": (steps, np.linspace(0.3, 1.0, len(steps)))}) for o in ("grpo", "bandpo") for s in range(5)]
     write_sweep(uri, runs, "2026-08-01/00-00-00-000000", steps=20, eval_every=5)

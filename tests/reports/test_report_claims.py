@@ -135,7 +135,7 @@ def test_trust_region_claim_tests_the_objective_by_mismatch_interaction(shared_s
                  "--kind", "claim_trust_region"]) == 0
     md = (tmp_path / "claim_trust_region" / "summary.md").read_text()
     assert _verdict(md) == "reproduced"
-    assert "paired, n=8" in md and "Preconditions (regime checks that gate the verdict)" in md
+    assert "paired median, n=8" in md and "Preconditions (regime checks that gate the verdict)" in md
     assert "| 0/8 [0%, 37%] |" in md  # no collapse seen in 8 runs: up to 37% is not ruled out
     assert "pg_is stable without mismatch" in md and "sign-flip" in md
 
