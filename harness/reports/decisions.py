@@ -177,8 +177,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
             page.text(f"{VERDICT_PREFIX}{inference.NOT_TESTABLE} — {refused}; the declared tests are not "
                       "read", "verdict")
             return inference.NOT_TESTABLE
-    if design.pilot:
-        pilot.write_section(page, data, spec)
+    refused = pilot.write_section(page, data, spec) if design.pilot else None
     outcomes = evaluate(data, spec)
     page.heading(heading)
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "
@@ -214,8 +213,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                       f"tested here are not tested again), reported separately: {o.command}")
     _figure(page, outcomes)
     word, reason = overall(outcomes)
-    refused = pilot.refused_before_main_runs(data, spec, outcomes)
-    if refused:
+    if refused and not any(len(arm) for o in outcomes for _, arm in o.arms):  # no main run: nothing was tested
         reason = f"the pilot refused the main runs, so no declared test ran — {refused}"
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word

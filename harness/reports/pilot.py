@@ -154,15 +154,8 @@ def refusal(sized: List[Sized], design, seeds: Optional[int] = None) -> Optional
             + " — raise the cap (max_seeds, runs) or the SESOI, or declare `underpowered: accepted`")
 
 
-def refused_before_main_runs(data: SweepData, spec, outcomes) -> Optional[str]:
-    """Why a piloted design has no tested runs (its pilot refused the main runs), or None."""
-    if not spec.design.pilot or any(len(arm) for o in outcomes for _, arm in o.arms):
-        return None
-    return refusal(size(data, spec), spec.design, spec.design.max_seeds(runs_per_seed(spec.grids)))
-
-
-def write_section(page: Page, data: SweepData, spec) -> None:
-    """The pilot's table and whether the design was refused, on a report page."""
+def write_section(page: Page, data: SweepData, spec) -> Optional[str]:
+    """The pilot's table and whether the design was refused, on a report page; returns the refusal (or None)."""
     design = spec.design
     sized = size(data, spec)
     saved = saved_plan(data.sweep_dir)
@@ -174,7 +167,7 @@ def write_section(page: Page, data: SweepData, spec) -> None:
     if not any(s.seeds for s in sized):
         page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}: none of their runs is in this data, so "
                   "there is no pilot figure.")
-        return
+        return None
     refused = refusal(sized, design, design.max_seeds(runs_per_seed(spec.grids)))
     accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
     plan_text = (f"The pilot planned {saved['max_seeds']} seeds per arm: the fewest whole rounds of "
@@ -184,3 +177,4 @@ def write_section(page: Page, data: SweepData, spec) -> None:
               + (f"Refused before the main runs — {refused}." if refused else
                  "Underpowered, run anyway: the design says `underpowered: accepted`." if accepted else
                  "Every test reaches the power target."))
+    return refused
