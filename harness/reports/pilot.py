@@ -5,7 +5,12 @@ its per-seed contrasts give the spread (SD) the design's power is computed from:
 whole adaptive study — its looks, each at its share of α, with the test's own method (t or exact) —
 ends **reproduced** when the true contrast is the smallest effect of interest (greater: c = SESOI; less:
 c = −SESOI; noninferior and equivalent: c = 0). It is simulated (fixed RNG seed) from normal per-seed
-contrasts with the pilot's SD, clipped to the contrast's range.
+contrasts with the pilot's SD, clipped to the contrast's range. With `pilot: {size_for: both}` the design is
+also sized for the other outcome: the chance that the study ends **not reproduced** when there is no effect
+(greater and less: c = 0; noninferior: c = −2·SESOI; equivalent: c = 2·SESOI, as far beyond the margin as
+the effect above lies inside it), each look at its α divided by the claim's number of parts (a contradiction
+carries a claim of m parts only below Holm's first level, α/m). A claim whose truth may be "no effect" needs
+this power too, or its study ends undecided.
 
 The pilot sets the seed budget: the main study plans the fewest seeds per arm (whole rounds, at most the
 declared `budget.max_seeds` and run budget, which become a cap) at which every test reaches the power target,
@@ -35,6 +40,7 @@ from harness.stats.sequential import looks, study
 SIMULATED_STUDIES = 300
 PLAN_FILE = "pilot_plan.yaml"
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI
+NO_EFFECT = {"greater": 0.0, "less": 0.0, "noninferior": -2.0, "equivalent": 2.0}  # × SESOI (size_for: both)
 
 
 @dataclass(frozen=True)
@@ -43,12 +49,20 @@ class Sized:
     sd: Optional[float]  # SD of one seed's contrast in the pilot; None: not measurable (< 2 shared seeds)
     seeds: int  # pilot seeds with every arm
     power: Optional[float]  # of the declared design at the SESOI
+    power_against: Optional[float] = None  # size_for: both — to end "not reproduced" when there is no effect
+
+    def short(self, target: float) -> bool:
+        """Below the power target (either figure the design is sized for)."""
+        return self.power is None or self.power < target or (
+            self.power_against is not None and self.power_against < target)
 
     def text(self, target: float) -> str:
         if self.power is None:
             return f"{self.test.name}: no power figure (the pilot has {self.seeds} seeds with every arm)"
+        against = ("" if self.power_against is None else
+                   f", {self.power_against:.0%} to show \"not reproduced\" without an effect")
         return (f"{self.test.name}: pilot SD {self.sd:.3g} over {self.seeds} seeds, power {self.power:.0%} at the "
-                f"SESOI {self.test.sesoi:g} (target {target:.0%})")
+                f"SESOI {self.test.sesoi:g}{against} (target {target:.0%})")
 
 
 def pilot_runs(data: SweepData, seeds) -> list:
@@ -62,6 +76,7 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
     design = spec.design
     look_levels = looks(design.budget.per_round, max_seeds or design.max_seeds(runs_per_seed(spec.grids)))
     runs = pilot_runs(data, design.pilot.seeds)
+    parts = sum(1 for t in design.tests if not t.check)
     out = []
     for test in design.tests:
         if test.check or test.method == "fisher":
@@ -76,14 +91,20 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
             continue
         bounds = contrast_bounds(measure(test.measure).bounds, weights, test.offset)
         power = simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels)
-        out.append(Sized(test, est.sd_unit, shared, power))
+        against = (simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels,
+                                   no_effect=True, parts=parts) if design.pilot and design.pilot.both else None)
+        out.append(Sized(test, est.sd_unit, shared, power, against))
     return out
 
 
-def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int]) -> float:
+def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int],
+                    no_effect: bool = False, parts: int = 1) -> float:
+    """The share of simulated studies that end reproduced at the SESOI (no_effect: not reproduced without an
+    effect, see the module)."""
     rng = np.random.default_rng(0)
     per_round, max_seeds = design.budget.per_round, look_levels[-1]
-    centre = ALTERNATIVE[test.hypothesis] * test.sesoi
+    centre = (NO_EFFECT if no_effect else ALTERNATIVE)[test.hypothesis] * test.sesoi
+    wanted = inference.NOT_REPRODUCED if no_effect else inference.REPRODUCED
     low = -np.inf if bounds[0] is None else bounds[0]
     high = np.inf if bounds[1] is None else bounds[1]
     hits = 0
@@ -93,13 +114,14 @@ def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_le
         draw = (lambda n: [dict(enumerate(d[:n])), dict.fromkeys(range(n), 0.0)]) if exchangeable else \
             (lambda n: [dict(enumerate(d[:n]))])
         word, _ = study(draw, [1.0, -1.0] if exchangeable else [1.0], test.hypothesis, test.sesoi, design.alpha,
-                        per_round, max_seeds, method=test.method, bounds=bounds)
-        hits += word == inference.REPRODUCED
+                        per_round, max_seeds, method=test.method, bounds=bounds,
+                        level_scale=1.0 / max(1, parts) if no_effect else 1.0)
+        hits += word == wanted
     return hits / SIMULATED_STUDIES
 
 
 def _enough(sized: List[Sized], target: float) -> bool:
-    return all(s.power is not None and s.power >= target for s in sized)
+    return not any(s.short(target) for s in sized)
 
 
 def plan(data: SweepData, spec) -> Tuple[List[Sized], int]:
@@ -146,7 +168,7 @@ def planned(spec, sweep_dir):
 
 def refusal(sized: List[Sized], design, seeds: Optional[int] = None) -> Optional[str]:
     """Why the main runs must not start (a power below target at the cap, not accepted), or None."""
-    low = [s for s in sized if s.power is None or s.power < design.power]
+    low = [s for s in sized if s.short(design.power)]
     if not low or design.underpowered_accepted:
         return None
     at = f" at the budget's cap of {seeds} seeds per arm" if seeds else ""
@@ -160,18 +182,23 @@ def write_section(page: Page, data: SweepData, spec) -> Optional[str]:
     sized = size(data, spec)
     saved = saved_plan(data.sweep_dir)
     page.heading("Pilot (sizes the design; its runs are never tested)")
+    both = bool(design.pilot and design.pilot.both)
     page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
-                f"power of the planned design at the SESOI (target {design.power:.0%})"],
+                f"power of the planned design at the SESOI (target {design.power:.0%})"]
+               + (["power to show \"not reproduced\" without an effect"] if both else []),
                [[s.test.name, s.seeds, None if s.sd is None else fmt(s.sd, 4), fmt(s.test.sesoi),
-                 None if s.power is None else f"{s.power:.0%}"] for s in sized])
+                 None if s.power is None else f"{s.power:.0%}"]
+                + ([None if s.power_against is None else f"{s.power_against:.0%}"] if both else [])
+                for s in sized])
     if not any(s.seeds for s in sized):
         page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}: none of their runs is in this data, so "
                   "there is no pilot figure.")
         return None
     refused = refusal(sized, design, design.max_seeds(runs_per_seed(spec.grids)))
-    accepted = design.underpowered_accepted and any(s.power is None or s.power < design.power for s in sized)
+    accepted = design.underpowered_accepted and any(s.short(design.power) for s in sized)
     plan_text = (f"The pilot planned {saved['max_seeds']} seeds per arm: the fewest whole rounds of "
-                 f"{design.budget.per_round} at which every test reaches the power target, or the cap "
+                 f"{design.budget.per_round} at which every test reaches the power target"
+                 + (" for both outcomes" if both else "") + ", or the cap "
                  f"({saved['cap']} seeds per arm) where none does. " if saved else "")
     page.text(f"Pilot seeds {', '.join(map(str, design.pilot.seeds))}. " + plan_text
               + (f"Refused before the main runs — {refused}." if refused else

@@ -63,6 +63,7 @@ class SweepFile:
     preconditions: Any = None  # regime checks that gate the verdicts (harness/reports/preconditions.py)
     pilot: Any = None  # pilot seeds that size the design (harness/reports/pilot.py)
     underpowered: Any = None  # "accepted": run a design below its power target anyway
+    first_seed: Any = None  # seeds: auto counts its seeds from here (a follow-up design on fresh seeds)
 
 
 def resolve_path(name: str, dirs: List[Path]) -> Tuple[Optional[Path], bool]:

@@ -8,6 +8,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
                            # (the sensitivity report: does the threshold matter?); default 0.05
     seeds: auto            # or a list; auto needs a budget
     budget: {runs: 72, per_round: 2, max_seeds: 12}   # and/or minutes: 90
+    first_seed: 0          # seeds: auto runs first_seed, first_seed + 1, ... (a follow-up design on fresh seeds)
     tests:
       - name: dppo reaches the target
         measure: train_accuracy
@@ -27,11 +28,13 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     A failed precondition makes the verdict "not testable here", naming the check and its measured value;
     the declared tests are then not read.
     pilot: {seeds: [1000, 1001, 1002, 1003]}   # seeds: auto only; seeds the study never uses
+    pilot: {seeds: [...], size_for: both}     # plan for the power to decide either way (see below)
     underpowered: accepted               # optional: run even if the power at the SESOI is below `power`
     The pilot runs first. A precondition that fails on its runs ends the study "not testable here" before any
     main run. Otherwise its per-seed spread plans the seeds per arm: the fewest whole rounds, up to the
     budget's cap (max_seeds and runs), at which every test reaches the power target at its SESOI
-    (harness/reports/pilot.py). Where even the cap falls short the main runs are refused, unless the design
+    (harness/reports/pilot.py); with `size_for: both` also the power to end "not reproduced" when there is
+    no effect (greater/less: c = 0; noninferior: c = −2·SESOI; equivalent: c = 2·SESOI). Where even the cap falls short the main runs are refused, unless the design
     says `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
 
 Loading checks everything a rule needs to be able to succeed (exit 2 with one line otherwise): a Fisher
@@ -80,9 +83,17 @@ class Precondition:
         return f"≥ {self.at_least:g}" if self.at_least is not None else f"≤ {self.at_most:g}"
 
 
+SIZE_FOR = ("reproduced", "both")
+
+
 @dataclass(frozen=True)
 class Pilot:
     seeds: Tuple[int, ...]
+    size_for: str = "reproduced"  # "both": also the power to decide "not reproduced" when there is no effect
+
+    @property
+    def both(self) -> bool:
+        return self.size_for == "both"
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,11 @@ class Design:
     preconditions: Tuple[Precondition, ...] = field(default_factory=tuple)
     pilot: Optional[Pilot] = None
     underpowered_accepted: bool = False
+    first_seed: int = 0  # seeds: auto runs first_seed .. first_seed + max_seeds − 1
+
+    def main_seeds(self, start: int, stop: int) -> str:
+        """The `seed=` override of the study's seeds start..stop − 1 (counted from first_seed)."""
+        return f"seed=range({self.first_seed + start},{self.first_seed + stop})"
 
     @property
     def adaptive(self) -> bool:
@@ -198,15 +214,22 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
+    first_seed = data.pop("first_seed", None)
+    first_seed = 0 if first_seed is None else first_seed
+    if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
+        raise bad("'first_seed'", f"is {first_seed!r}; allowed: an integer ≥ 0")
+    if first_seed and seeds != "auto":
+        raise bad("'first_seed'", "needs seeds: auto (a list of seeds names its seeds itself)")
     underpowered = data.pop("underpowered", None)
     if underpowered not in (None, "accepted"):
         raise bad("'underpowered'", f"is {underpowered!r}; allowed: accepted")
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
                     _preconditions(data.pop("preconditions", None), bad, MEASURES),
-                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted")
-    if design.pilot and set(design.pilot.seeds) & set(range(design.max_seeds(per_seed))):
+                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed)
+    used = range(first_seed, first_seed + (design.max_seeds(per_seed) or 0))
+    if design.pilot and set(design.pilot.seeds) & set(used):
         raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "
-                  f"0..{design.max_seeds(per_seed) - 1}), e.g. 1000 and up")
+                  f"{used.start}..{used.stop - 1}), e.g. {max(1000, used.stop)} and up")
     for test in design.tests:
         if test.method != "fisher":
             continue
@@ -225,13 +248,18 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
 def _pilot(raw, bad, adaptive: bool) -> Optional[Pilot]:
     if raw is None:
         return None
-    seeds = raw.get("seeds") if isinstance(raw, dict) and set(raw) == {"seeds"} else None
+    ok = isinstance(raw, dict) and "seeds" in raw and set(raw) <= {"seeds", "size_for"}
+    seeds = raw.get("seeds") if ok else None
     if not isinstance(seeds, list) or len(seeds) < 2 or not all(
             isinstance(s, int) and not isinstance(s, bool) for s in seeds) or len(set(seeds)) != len(seeds):
-        raise bad("'pilot'", f"is {raw!r}; allowed: {{seeds: [≥ 2 distinct integer seeds]}}")
+        raise bad("'pilot'", f"is {raw!r}; allowed: {{seeds: [≥ 2 distinct integer seeds], size_for: "
+                  f"{' | '.join(SIZE_FOR)} (optional)}}")
+    size_for = raw.get("size_for", "reproduced")
+    if size_for not in SIZE_FOR:
+        raise bad("'pilot.size_for'", f"is {size_for!r}; allowed: {', '.join(SIZE_FOR)}")
     if not adaptive:
         raise bad("'pilot'", "needs seeds: auto (the pilot sizes the rounds that follow it)")
-    return Pilot(tuple(seeds))
+    return Pilot(tuple(seeds), size_for)
 
 
 def _preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:

@@ -104,6 +104,7 @@ def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
         grids:
           - delta: [0.1, 0.2]
         seeds: auto
+        first_seed: 50
         budget: {runs: 12, per_round: 2, max_seeds: 6}
         alpha: 0.2
         tests:
@@ -118,11 +119,13 @@ def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "seeds: auto — looks at 2, 4, 6 seeds per arm" in out
-    assert "round 1: seeds 0..1" in out and "stopped — every declared test decided at 4 seeds" in out
+    assert "round 1: seeds 50..51" in out and "round 2: seeds 52..53" in out  # first_seed: a fresh range
+    assert "stopped — every declared test decided at 4 seeds" in out
     assert "round 3" not in out  # decided before the budget was spent
     (sweep,) = (run_harness.root / "multirun" / "auto").glob("*")
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "**Verdict: reproduced — " in md and "seeds: auto" in md
+    assert "| 53 |" in md and "| 1 |" not in md  # the runs used are seeds 50-53
     jobs = sorted(job.name for job in sweep.glob("g0r*_*"))
     assert jobs and all(name.startswith(("g0r1_", "g0r2_")) for name in jobs)  # one folder per round's job
 

@@ -96,8 +96,11 @@ def test_pilot_runs_are_never_tested(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("extra, message", [
     ("pilot: {seeds: [3, 1000]}\n", "'pilot.seeds' are [3, 1000]; allowed: seeds the study never uses"),
-    ("pilot: {seeds: [1000]}\n", "allowed: {seeds: [≥ 2 distinct integer seeds]}"),
+    ("pilot: {seeds: [1000]}\n", "allowed: {seeds: [≥ 2 distinct integer seeds], size_for: reproduced | both"),
     ("underpowered: yes\n", "'underpowered' is True; allowed: accepted"),
+    ("pilot: {seeds: [1000, 1001], size_for: either}\n", "'pilot.size_for' is 'either'; allowed: reproduced, both"),
+    ("first_seed: 995\npilot: {seeds: [1000, 1001]}\n", "(it uses 995..1006), e.g. 1007 and up"),
+    ("first_seed: -1\n", "'first_seed' is -1; allowed: an integer ≥ 0"),
 ])
 def test_a_bad_pilot_is_refused_at_load(tmp_path, monkeypatch, extra, message):
     body = textwrap.dedent(DESIGN).replace("pilot: {seeds: [1000, 1001, 1002, 1003]}\n", "") + extra
@@ -138,3 +141,41 @@ def test_a_saved_plan_sets_the_looks_the_reports_test_at(tmp_path, monkeypatch):
     assert planned.design.max_seeds(2) == 6 and spec.design.max_seeds(2) == 12
     assert look_alpha(planned, 6) > look_alpha(spec, 6)
     assert sum(look_alpha(planned, n) for n in (2, 4, 6)) == pytest.approx(0.05)
+
+
+def test_a_design_sized_for_both_outcomes_needs_the_power_to_show_no_effect_too(tmp_path, monkeypatch):
+    """`size_for: both`: at the SD where reproducing at the SESOI is already likely, showing "not reproduced"
+    without an effect (equivalence within ±SESOI) needs more seeds; the plan waits for both."""
+    plain = _spec(tmp_path, monkeypatch)
+    data = _data(plain.design.pilot.seeds, 0.08, np.random.default_rng(1))
+    (one,) = pilot.size(data, plain)
+    assert one.power_against is None
+    (tmp_path / "piloted.yaml").write_text(textwrap.dedent(DESIGN).replace(
+        "pilot: {seeds: [1000, 1001, 1002, 1003]}", "pilot: {seeds: [1000, 1001, 1002, 1003], size_for: both}"))
+    both = load_sweep("piloted")
+    (sized,) = pilot.size(data, both)
+    assert sized.power == one.power and sized.power_against is not None
+    _, seeds_one = pilot.plan(data, plain)
+    sized_both, seeds_both = pilot.plan(data, both)
+    assert seeds_both > seeds_one
+    assert all(s.power >= 0.8 and s.power_against >= 0.8 for s in sized_both) or seeds_both == 12
+    (short,) = pilot.size(data, both, seeds_one)
+    assert short.power >= 0.8 > short.power_against
+    assert "to show \"not reproduced\" without an effect" in short.text(0.8)
+    assert pilot.refusal([short], both.design, seeds_one).startswith("underpowered: drpo above dppo")
+
+
+def test_the_no_effect_power_is_a_rate_of_not_reproduced_and_holm_lowers_it():
+    """Without an effect most simulated studies end "not reproduced"; with two parts each look has only half
+    its α for a contradiction, so fewer do (t-tests: continuous p-values)."""
+    from harness.stats.design import Budget, TestSpec
+    from harness.stats.sequential import looks
+
+    class Design:
+        budget, alpha = Budget(runs=None, minutes=1, per_round=4, max_seeds=16), 0.05
+
+    test = TestSpec("t", "final_accuracy", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),), method="t")
+    levels = looks(4, 16)
+    one = pilot.simulated_power(0.1, test, Design, (-1, 1), True, levels, no_effect=True)
+    two = pilot.simulated_power(0.1, test, Design, (-1, 1), True, levels, no_effect=True, parts=2)
+    assert 0.5 < one <= 1.0 and two < one - 0.05
