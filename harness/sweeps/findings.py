@@ -2,7 +2,9 @@
 sweep (a named sweep with a `claim:`), build its reports, and write FINDINGS.md from the claim reports.
 `python -m harness findings --render FOLDER... [--out DIR]` writes FINDINGS.md from claim sweeps that already
 ran, running nothing: e.g. after `python -m harness report FOLDER` rebuilt their pages with newer report code
-(each claim's time, status and code version are read from its runs in MLflow).
+(each claim's time, status and code version are read from its runs in MLflow). `--carry EARLIER/FINDINGS.md`
+(with either form) keeps the claims this study did not run as the earlier page has them (findings_carry.py):
+follow-up designs of some claims, reported beside the others' own study.
 
 The full set runs with `launcher=local_parallel` unless the overrides name another launcher. A claim whose
 design says `seeds: auto` runs its seeds in rounds until its declared tests are decided or its budget is
@@ -21,6 +23,7 @@ from typing import List
 
 from harness.config.errors import ConfigError
 from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
+from harness.sweeps.findings_carry import carry, read_page
 from harness.sweeps.findings_doc import ClaimResult, code_commit, rules_commit, write_findings
 
 QUICK_OVERRIDES = ["debug=quick"]
@@ -61,14 +64,23 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--render", nargs="+", metavar="SWEEP_FOLDER", default=None,
                         help="write FINDINGS.md from these claim sweep folders (<root>/multirun/<claim>/<stamp>), "
                              "running nothing")
+    parser.add_argument("--carry", default=None, metavar="FINDINGS_MD",
+                        help="an earlier FINDINGS.md: its claims that this study does not run are carried into the "
+                             "new page as that study decided them (follow-up designs of some claims)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides applied to every run")
     return parser
 
 
 def main(argv: List[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.carry:  # checked before anything runs
+        try:
+            read_page(Path(args.carry))
+        except (OSError, ValueError) as err:
+            print(f"harness: error: findings --carry: {err}", file=sys.stderr)
+            return 2
     if args.render:
-        return _render(args.render, Path(args.out or "reports"), argv)
+        return _render(args.render, Path(args.out or "reports"), argv, args.carry)
     from harness.sweeps import adaptive, grid_runs  # (the runners load only past --help)
 
     specs = claim_sweeps()
@@ -112,12 +124,20 @@ def main(argv: List[str]) -> int:
         worst = max(worst, code)
         results.append(ClaimResult(spec, sweep_dir, time.time() - began, code))
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=args.quick,
-                          seconds=time.time() - started, runs_commit=commit, rules=rules)
+                          seconds=time.time() - started, runs_commit=commit, rules=rules,
+                          **_carried(args.carry, results, out))
     print(f"findings: {path}")
     return worst
 
 
-def _render(folders: List[str], out: Path, argv: List[str]) -> int:
+def _carried(page, results: List[ClaimResult], out: Path) -> dict:
+    """write_findings' keywords for the claims `page` holds that `results` did not rerun (none without page)."""
+    if not page:
+        return {}
+    return {"carried": carry(Path(page), [r.spec.name for r in results], out), "carried_from": str(page)}
+
+
+def _render(folders: List[str], out: Path, argv: List[str], carry_from=None) -> int:
     # (the store's readers load only past --help, as the runners do)
     from harness.launchers.skip_finished import VERSION_TAG
     from harness.reports.collect import collect
@@ -140,7 +160,8 @@ def _render(folders: List[str], out: Path, argv: List[str]) -> int:
     results.sort(key=lambda r: r.spec.name)
     path = write_findings(results, out, argv=["python", "-m", "harness", "findings", *argv], quick=False,
                           seconds=sum(r.seconds for r in results),
-                          runs_commit=", ".join(sorted(set(runs_at.values()))), runs_by_claim=runs_at)
+                          runs_commit=", ".join(sorted(set(runs_at.values()))), runs_by_claim=runs_at,
+                          **_carried(carry_from, results, out))
     print(f"findings: {path}")
     return 0
 

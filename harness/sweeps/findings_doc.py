@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from harness.reports.sweep_spec import SweepSpec
+from harness.sweeps.findings_carry import CarriedClaim, section_lines
 from harness.stats.words import INCONCLUSIVE, VERDICT_PREFIX, VERDICTS
 
 FINDINGS_NAME = "FINDINGS.md"
@@ -111,11 +112,13 @@ def _minutes(seconds: float) -> str:
 
 def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str], quick: bool,
                    seconds: float, runs_commit: Optional[str] = None,
-                   rules: Optional[Dict[str, str]] = None, runs_by_claim: Optional[Dict[str, str]] = None) -> Path:
+                   rules: Optional[Dict[str, str]] = None, runs_by_claim: Optional[Dict[str, str]] = None,
+                   carried: Sequence[CarriedClaim] = (), carried_from: str = "") -> Path:
     """FINDINGS.md from the claim pages. runs_commit: the code the runs used, and rules: {"": every claim
     file's last commit, sweep name: its own file's}, both read before the runs started (the output written
     here may itself sit in the checkout and would mark it dirty; commits made during the study must not
-    move them); default: read now. runs_by_claim: each claim's own code version, where they differ."""
+    move them); default: read now. runs_by_claim: each claim's own code version, where they differ.
+    carried: claims of an earlier page (`carried_from`) this study did not rerun (findings_carry.py)."""
     rules = dict(rules or {})
     rules.setdefault("", rules_commit())
     runs_commit = runs_commit or code_commit()
@@ -134,18 +137,32 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
               "the claim's sweep file declares (hypothesis, measure, SESOI, α, power, seed budget). Seeds run in "
               "rounds until every declared test is decided or the budget is spent (α spent over the looks); "
               "every run of every sweep is counted.", ""]
+    if carried:
+        lines += [f"This study reran {len(results)} claim(s); the other {len(carried)} "
+                  f"({', '.join(f'`{c.name}`' for c in carried)}) are carried from `{carried_from}`, as that "
+                  "study decided them with its own pre-registered designs and runs (their sections are copied as "
+                  "they stand; the time above is this study's only).", ""]
     reused = sum(len(list(r.sweep_dir.glob("*/skipped.json"))) for r in results)
     if reused:
         lines += [f"{reused} job(s) were not rerun: an identical configuration had already FINISHED in this "
                   "output folder (skip-finished), and the reports use that run. Their time is not in the "
                   "totals above.", ""]
-    lines += ["| claim | verdict | runs | time | sweep |", "|---|---|---|---|---|"]
+    study = " study |" if carried else ""
+    lines += ["| claim | verdict | runs | time | sweep |" + study, "|---|---|---|---|---|" + ("---|" if carried else "")]
+    rows = []
     for result, page in zip(results, pages):
         runs = ", ".join(f"{n} {s}" for s, n in sorted(page.statuses.items())) or "—"
-        lines.append(f"| {result.spec.claim} | **{page.verdict}** | {runs} | {_minutes(result.seconds)} | "
-                     f"`{result.spec.name}` |")
-    lines.append("")
-    for result, page in zip(results, pages):
+        rows.append((result.spec.name, f"| {result.spec.claim} | **{page.verdict}** | {runs} | "
+                     f"{_minutes(result.seconds)} | `{result.spec.name}` |" + (" this one |" if carried else "")))
+    for c in carried:
+        rows.append((c.name, f"| {c.claim} | **{c.verdict}** | {c.runs} | {c.time} | `{c.name}` | carried "
+                     f"({c.generated}) |"))
+    lines += [row for _, row in sorted(rows)] + [""]
+    sections = [(r.spec.name, r, p) for r, p in zip(results, pages)] + [(c.name, c, None) for c in carried]
+    for _, result, page in sorted(sections, key=lambda item: item[0]):
+        if page is None:
+            lines += section_lines(result, carried_from)
+            continue
         spec = result.spec
         lines += [f"## {spec.claim} · `{spec.name}`", "",
                   f"**{VERDICT_PREFIX}{page.verdict} — {page.reason}**", "",

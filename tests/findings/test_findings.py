@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.sweeps.findings import QUICK_SEEDS, claim_sweeps, quick_variant
+from harness.sweeps.findings_carry import carry, read_page
 from harness.sweeps.findings_doc import ClaimResult, read_verdicts, write_findings
 
 CLAIMS = ["claim1_sanity", "claim2_trust_region", "claim3_anchor", "claim4_relaxation", "claim5_drpo_vs_dppo",
@@ -68,6 +69,58 @@ def test_a_claim_not_testable_here_keeps_its_word_and_the_failed_precondition(tm
     assert f"**Verdict: not testable here — {reason}**" in path.read_text()
 
 
+def _claim_page(tmp_path, name, kind, verdict, figure=b"\x89PNG fake"):
+    """A sweep folder whose claim report says `verdict`, with one figure."""
+    page = tmp_path / name / "reports" / kind
+    page.mkdir(parents=True)
+    (page / f"{kind}.png").write_bytes(figure)
+    (page / "summary.md").write_text("\n".join([
+        f"# {name}", "", "_meta_", "", f"![Figure of {name}.]({kind}.png)", "", f"**Verdict: {verdict} — because**",
+        "", "## Runs used", "", "| run | run id | status |", "|---|---|---|", "| a | 1 | FINISHED |"]))
+    return tmp_path / name
+
+
+def test_a_follow_up_study_carries_the_claims_it_did_not_rerun(tmp_path):
+    """`findings --carry EARLIER`: the claims the new study did not run keep the earlier page's section,
+    verdict, row and figures; the rerun claims are the new study's; the page says which is which."""
+    specs = {s.name: s for s in claim_sweeps()}
+    earlier_out = tmp_path / "earlier"
+    earlier = write_findings(
+        [ClaimResult(specs["claim2_trust_region"], _claim_page(tmp_path / "a", "c2", "claim_trust_region",
+                                                               "not reproduced", b"\x89PNG two"), 600.0, 0),
+         ClaimResult(specs["claim6_bandpo"], _claim_page(tmp_path / "a", "c6", "claim_bandpo", "inconclusive"),
+                     120.0, 0)],
+        earlier_out, ["python", "-m", "harness", "findings"], quick=False, seconds=720.0, runs_commit="old1234")
+    out = tmp_path / "new"
+    carried = carry(earlier, ["claim6_bandpo"], out)
+    assert [c.name for c in carried] == ["claim2_trust_region"] and carried[0].verdict == "not reproduced"
+    path = write_findings([ClaimResult(specs["claim6_bandpo"], _claim_page(tmp_path / "b", "c6", "claim_bandpo",
+                                                                          "reproduced"), 60.0, 0)],
+                          out, ["python", "-m", "harness", "findings"], quick=False, seconds=60.0,
+                          runs_commit="new5678", carried=carried, carried_from="earlier/FINDINGS.md")
+    text = path.read_text()
+    assert read_verdicts(path) == {"claim2_trust_region": "not reproduced", "claim6_bandpo": "reproduced"}
+    rows = [line for line in text.splitlines() if line.endswith((" this one |", ") |"))]
+    assert [r.split("`")[1] for r in rows] == ["claim2_trust_region", "claim6_bandpo"]  # in claim order
+    assert rows[0].endswith("| 10.0 min | `claim2_trust_region` | carried (" + carried[0].generated + ") |")
+    assert "| 1 FINISHED | 1.0 min | `claim6_bandpo` | this one |" in rows[1]
+    assert "are carried from `earlier/FINDINGS.md`" in text and "runs at commit `new5678`" in text
+    earlier_section = earlier.read_text().split("\n## ")[1].rstrip()  # [0]: the title and the summary
+    assert "`claim2_trust_region`" in earlier_section.splitlines()[0]
+    for line in earlier_section.splitlines()[1:]:
+        assert line in text  # copied as it stood: its rules and runs commits are the earlier study's
+    assert "runs at `old1234`" in text and "Carried from `earlier/FINDINGS.md`" in text
+    assert (out / "findings" / "claim2_trust_region" / "claim_trust_region.png").read_bytes() == b"\x89PNG two"
+    assert (out / "findings" / "claim6_bandpo" / "claim_bandpo.png").is_file()
+    assert text.index("`claim2_trust_region`\n") < text.index("## 6.")
+
+
+def test_a_page_to_carry_must_hold_claims(tmp_path):
+    (tmp_path / "x.md").write_text("# not findings\n")
+    with pytest.raises(ValueError, match="holds no claim written by"):
+        read_page(tmp_path / "x.md")
+
+
 def test_unknown_claim_is_refused_in_one_line(run_harness):
     proc = run_harness("findings", "--only", "claim9_nope")
     assert proc.returncode == 2
@@ -102,6 +155,13 @@ def test_quick_findings_run_every_claim_end_to_end(run_harness):
     again = run_harness.root / "rendered" / "FINDINGS.md"
     assert read_verdicts(again) == verdicts  # the same pages, nothing rerun
     assert "Rules: `sweeps/claim1_sanity.yaml` as last committed before the runs" in again.read_text()
+    # a follow-up of claim 6 alone: the other five carried from the quick page, as it had them
+    follow = run_harness("findings", "--render", folders[-1], "--carry", str(findings), "--out",
+                         str(run_harness.root / "follow"))
+    assert follow.returncode == 0, follow.stderr[-2000:]
+    assert read_verdicts(run_harness.root / "follow" / "FINDINGS.md") == verdicts
+    bad = run_harness("findings", "--render", folders[-1], "--carry", str(run_harness.root / "nope.md"))
+    assert bad.returncode == 2 and bad.stderr.startswith("harness: error: findings --carry:")
 
 
 def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypatch):
