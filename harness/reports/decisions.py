@@ -178,6 +178,9 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                       "read", "verdict")
             return inference.NOT_TESTABLE
     refused = pilot.write_section(page, data, spec) if design.pilot else None
+    if design.sizing and not design.pilot:
+        page.heading("Sizing (stated in the design before its main runs)")
+        page.text(design.sizing)
     outcomes = evaluate(data, spec)
     page.heading(heading)
     page.text(METHOD + f" Declared α = {design.alpha:g} (one-sided, per question), power target "

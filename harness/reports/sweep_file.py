@@ -64,6 +64,7 @@ class SweepFile:
     pilot: Any = None  # pilot seeds that size the design (harness/reports/pilot.py)
     underpowered: Any = None  # "accepted": run a design below its power target anyway
     first_seed: Any = None  # seeds: auto counts its seeds from here (a follow-up design on fresh seeds)
+    sizing: Any = None  # how a design without a pilot was sized (e.g. from an earlier design's runs)
 
 
 def resolve_path(name: str, dirs: List[Path]) -> Tuple[Optional[Path], bool]:

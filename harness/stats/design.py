@@ -9,6 +9,8 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     seeds: auto            # or a list; auto needs a budget
     budget: {runs: 72, per_round: 2, max_seeds: 12}   # and/or minutes: 90
     first_seed: 0          # seeds: auto runs first_seed, first_seed + 1, ... (a follow-up design on fresh seeds)
+    sizing: "..."          # without a pilot: how the budget was sized (e.g. simulated from an earlier design's
+                           # runs), printed on the report page in place of the pilot's section
     tests:
       - name: dppo reaches the target
         measure: train_accuracy
@@ -117,6 +119,7 @@ class Design:
     pilot: Optional[Pilot] = None
     underpowered_accepted: bool = False
     first_seed: int = 0  # seeds: auto runs first_seed .. first_seed + max_seeds − 1
+    sizing: str = ""  # without a pilot: how the budget was sized, stated before the runs
 
     def main_seeds(self, start: int, stop: int) -> str:
         """The `seed=` override of the study's seeds start..stop − 1 (counted from first_seed)."""
@@ -220,12 +223,16 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         raise bad("'first_seed'", f"is {first_seed!r}; allowed: an integer ≥ 0")
     if first_seed and seeds != "auto":
         raise bad("'first_seed'", "needs seeds: auto (a list of seeds names its seeds itself)")
+    sizing = data.pop("sizing", None) or ""
+    if not isinstance(sizing, str):
+        raise bad("'sizing'", f"is {sizing!r}; allowed: a text saying how the design was sized")
     underpowered = data.pop("underpowered", None)
     if underpowered not in (None, "accepted"):
         raise bad("'underpowered'", f"is {underpowered!r}; allowed: accepted")
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
                     _preconditions(data.pop("preconditions", None), bad, MEASURES),
-                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed)
+                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed,
+                    " ".join(sizing.split()))
     used = range(first_seed, first_seed + (design.max_seeds(per_seed) or 0))
     if design.pilot and set(design.pilot.seeds) & set(used):
         raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "

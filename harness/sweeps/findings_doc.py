@@ -171,7 +171,9 @@ def write_findings(results: Sequence[ClaimResult], out: Path, argv: Sequence[str
                   f"`{rules.get(spec.name) or rules_commit(f'sweeps/{spec.name}.yaml')}`; runs at "
                   f"`{(runs_by_claim or {}).get(spec.name, runs_commit)}`."
                   + (" Its pilot, and the power the pilot gave each test at its SESOI before the main runs, are in "
-                     "the page's Pilot section." if spec.design.pilot else ""), "",
+                     "the page's Pilot section." if spec.design.pilot else
+                     " How it was sized before its main runs is in the page's Sizing section."
+                     if spec.design.sizing else ""), "",
                   "Command (this claim alone): `python -m harness sweep " + spec.name + " launcher=local_parallel`"
                   f"; sweep file `sweeps/{spec.name}.yaml`; overrides {', '.join(spec.overrides) or 'none'}; "
                   f"reports in `{result.sweep_dir}/reports/`.", ""]

@@ -179,3 +179,25 @@ def test_the_no_effect_power_is_a_rate_of_not_reproduced_and_holm_lowers_it():
     one = pilot.simulated_power(0.1, test, Design, (-1, 1), True, levels, no_effect=True)
     two = pilot.simulated_power(0.1, test, Design, (-1, 1), True, levels, no_effect=True, parts=2)
     assert 0.5 < one <= 1.0 and two < one - 0.05
+
+
+def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypatch):
+    """No pilot: the design's `sizing:` text (how its budget was sized before the runs) takes the pilot's place
+    on the page, and every seed is tested."""
+    from harness.reports import decisions
+    from harness.reports.page import Page
+
+    body = textwrap.dedent(DESIGN).replace("pilot: {seeds: [1000, 1001, 1002, 1003]}\n", "") + (
+        "first_seed: 200\nsizing: >-\n  Simulated from the 12 seeds of the\n  earlier design: 93% at 16.\n")
+    (tmp_path / "sized.yaml").write_text(body)
+    monkeypatch.setenv("HARNESS_SWEEPS", str(tmp_path))
+    spec = load_sweep("sized")
+    assert spec.design.sizing == "Simulated from the 12 seeds of the earlier design: 93% at 16."
+    data = _data(range(200, 206), 0.03, np.random.default_rng(2), effect=0.3)
+    page = Page("t", tmp_path / "page")
+    decisions.write(page, data, spec)
+    page.write()
+    text = (tmp_path / "page" / "summary.md").read_text()
+    assert "## Sizing (stated in the design before its main runs)" in text
+    assert "Simulated from the 12 seeds of the earlier design: 93% at 16." in text and "Pilot" not in text
+    assert "(paired, n=6)" in text  # every seed is tested
