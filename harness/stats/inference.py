@@ -269,6 +269,8 @@ def combine(decisions: Sequence[Decision], alpha: float) -> Tuple[str, str]:
     against = [d.p_against if d.p_against is not None else 1.0 for d in decisions]
     rejected = holm(against, alpha)
     if any(r and d.word == NOT_REPRODUCED for r, d in zip(rejected, decisions)):
+        if len(decisions) == 1:
+            return NOT_REPRODUCED, f"its one part contradicted at α {alpha:.3g}"
         return NOT_REPRODUCED, (f"a part's contradiction holds after Holm's correction at α {alpha:.3g} over "
                                 f"{len(decisions)} parts")
     return INCONCLUSIVE, "no part contradicted after Holm's correction, not every part reproduced"

@@ -100,6 +100,8 @@ def test_holm_runs_at_the_looks_alpha_not_the_designs():
     assert word == inference.NOT_REPRODUCED and "at α 0.01 over 2 parts" in why
     weak = [Outcome(spec, _contradicted(p), [], 0.01, None) for p in (0.02, 0.03)]  # held at 0.05, not at 0.01
     assert overall(weak)[0] == inference.INCONCLUSIVE
+    alone = overall([Outcome(spec, _contradicted(0.004), [], 0.01, None)])
+    assert alone == (inference.NOT_REPRODUCED, "t: not reproduced (its one part contradicted at α 0.01)")
 
 
 def test_a_contrast_without_spread_decides_nothing():
