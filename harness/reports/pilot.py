@@ -92,7 +92,7 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
         bounds = contrast_bounds(measure(test.measure).bounds, weights, test.offset)
         power = simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels)
         against = (simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels,
-                                   no_effect=True, parts=parts) if design.pilot and design.pilot.both else None)
+                                   no_effect=True, parts=parts) if design.pilot.both else None)
         out.append(Sized(test, est.sd_unit, shared, power, against))
     return out
 
@@ -100,7 +100,7 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
 def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int],
                     no_effect: bool = False, parts: int = 1) -> float:
     """The share of simulated studies that end reproduced at the SESOI (no_effect: not reproduced without an
-    effect, see the module)."""
+    effect, each look at α/parts, see the module)."""
     rng = np.random.default_rng(0)
     per_round, max_seeds = design.budget.per_round, look_levels[-1]
     centre = (NO_EFFECT if no_effect else ALTERNATIVE)[test.hypothesis] * test.sesoi
@@ -115,7 +115,7 @@ def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_le
             (lambda n: [dict(enumerate(d[:n]))])
         word, _ = study(draw, [1.0, -1.0] if exchangeable else [1.0], test.hypothesis, test.sesoi, design.alpha,
                         per_round, max_seeds, method=test.method, bounds=bounds,
-                        level_scale=1.0 / max(1, parts) if no_effect else 1.0)
+                        level_scale=1.0 / max(1, parts))
         hits += word == wanted
     return hits / SIMULATED_STUDIES
 
@@ -182,7 +182,7 @@ def write_section(page: Page, data: SweepData, spec) -> Optional[str]:
     sized = size(data, spec)
     saved = saved_plan(data.sweep_dir)
     page.heading("Pilot (sizes the design; its runs are never tested)")
-    both = bool(design.pilot and design.pilot.both)
+    both = design.pilot.both
     page.table(["test", "pilot seeds with every arm", "pilot SD of a seed's contrast", "SESOI",
                 f"power of the planned design at the SESOI (target {design.power:.0%})"]
                + (["power to show \"not reproduced\" without an effect"] if both else []),

@@ -121,9 +121,9 @@ class Design:
     first_seed: int = 0  # seeds: auto runs first_seed .. first_seed + max_seeds − 1
     sizing: str = ""  # without a pilot: how the budget was sized, stated before the runs
 
-    def main_seeds(self, start: int, stop: int) -> str:
-        """The `seed=` override of the study's seeds start..stop − 1 (counted from first_seed)."""
-        return f"seed=range({self.first_seed + start},{self.first_seed + stop})"
+    def main_seeds(self, start: int, stop: int) -> range:
+        """The study's seeds start..stop − 1, counted from first_seed."""
+        return range(self.first_seed + start, self.first_seed + stop)
 
     @property
     def adaptive(self) -> bool:

@@ -132,10 +132,10 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
             break
         began = clock()
-        _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, design.main_seeds(done, n)], [])
+        seeds = design.main_seeds(done, n)
+        _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], [])
         store = grid_runs.store_of(jobs)
-        print(f"sweep {spec.name}: round {j + 1}: seeds {design.first_seed + done}..{design.first_seed + n - 1}",
-              flush=True)
+        print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
         last_round, done, first = (clock() - began) / 60.0, n, False
         _save_state(sweep_dir, spec, user, flags, done)

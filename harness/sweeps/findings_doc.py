@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from harness.reports.sweep_spec import SweepSpec
-from harness.sweeps.findings_carry import CarriedClaim, section_lines
+from harness.sweeps.findings_carry import CLAIM_HEADING, CarriedClaim, section_lines
 from harness.stats.words import INCONCLUSIVE, VERDICT_PREFIX, VERDICTS
 
 FINDINGS_NAME = "FINDINGS.md"
 VERDICT_LINE = re.compile(rf"^\*\*{re.escape(VERDICT_PREFIX)}(?P<word>{'|'.join(map(re.escape, VERDICTS))}) — "
                           r"(?P<reason>.*)\*\*$")
 FIGURE = re.compile(r"^!\[(?P<caption>.*)\]\((?P<file>[^()\s]+\.png)\)$")  # captions may hold [0, 1]
-CLAIM_HEADING = re.compile(r"^## (?P<title>.+) · `(?P<name>[^`]+)`$")
 
 
 @dataclass
