@@ -101,7 +101,8 @@ def test_killing_the_job_stops_the_script(tmp_path, monkeypatch):
 
     def interrupt(_seconds):
         calls["n"] += 1
-        if pid_file.is_file() and calls["n"] > 2:
+        # The shell creates the file before it writes its pid: wait for the whole line.
+        if pid_file.is_file() and pid_file.read_text().endswith("\n") and calls["n"] > 2:
             raise KeyboardInterrupt
 
     monkeypatch.setattr(trainer_module.time, "sleep", interrupt)
