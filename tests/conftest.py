@@ -52,8 +52,8 @@ FOLDER_MARKERS = {"e2e": "e2e", "slurm": "slurm", "browser": "browser", "verl": 
 
 
 # Fixtures that run the harness end to end (its command line in a subprocess, a real run or sweep): a test
-# that uses one is end-to-end wherever it lives.
-END_TO_END_FIXTURES = ("run_harness",)
+# that uses one is end-to-end wherever it lives. `real_sweeps`: the report tests' two real tiny sweeps.
+END_TO_END_FIXTURES = ("run_harness", "real_sweeps")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -26,7 +26,7 @@ def _start_sweep(root: Path, cache: Path, args) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="session")
-def sweeps(tmp_path_factory, warm_cache) -> dict:
+def real_sweeps(tmp_path_factory, warm_cache) -> dict:
     """{name: sweep folder} of two real quick sweeps, run side by side, each with its own output root
     (`<root>/multirun/<date>/<time>`, store `<root>/mlruns.db`)."""
     base = tmp_path_factory.mktemp("report_sweeps")
@@ -40,11 +40,11 @@ def sweeps(tmp_path_factory, warm_cache) -> dict:
 
 
 @pytest.fixture(scope="session")
-def built(sweeps) -> dict:
+def built(real_sweeps) -> dict:
     """The reports of both sweeps, built once through the sweep-end entry point."""
     from harness.reports import build_sweep_reports
 
-    return {name: build_sweep_reports(sweeps[name]) for name in SWEEPS}
+    return {name: build_sweep_reports(real_sweeps[name]) for name in SWEEPS}
 
 
 @pytest.fixture(scope="session")

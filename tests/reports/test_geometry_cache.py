@@ -86,10 +86,10 @@ def test_off_caches_nothing(tmp_path, monkeypatch):
     assert calls == [1, 1] and not any(tmp_path.rglob("*.npy"))
 
 
-def test_a_rebuilt_geometry_report_does_not_import_torch(sweeps, built, tmp_path):
+def test_a_rebuilt_geometry_report_does_not_import_torch(real_sweeps, built, tmp_path):
     """The session's reports filled the cache (conftest points it at a session folder); building the
     δ sweep's geometry page again, in a fresh process and into another folder, reads every grid from it."""
-    folder = sweeps["delta"]
+    folder = real_sweeps["delta"]
     code = ("import sys; from harness.reports.locate import from_sweep_dir; "
             "from harness.reports.collect import collect; from harness.reports.build import build_from_data; "
             f"build_from_data(collect(from_sweep_dir({str(folder)!r})), ['geometry'], {str(tmp_path)!r}, "

@@ -42,16 +42,16 @@ def render(chromium: str, page: Path, tmp: Path) -> tuple:
     return proc.stdout, shot
 
 
-def test_every_report_renders_with_all_figures(chromium, sweeps, built, tmp_path):
+def test_every_report_renders_with_all_figures(chromium, real_sweeps, built, tmp_path):
     pages = [p for paths in built.values() for p in paths if p.name == "index.html"]
-    pages += [sweeps["delta"] / "reports" / "index.html"]
+    pages += [real_sweeps["delta"] / "reports" / "index.html"]
     keep = Path(os.environ.get("HARNESS_SCREENSHOT_DIR", tmp_path))
     keep.mkdir(parents=True, exist_ok=True)
     for page in pages:
         sources = check_page(page) if page.parent.name != "reports" else []
         dom, shot = render(chromium, page, tmp_path)
         assert shot.is_file() and shot.stat().st_size > 10_000, f"no screenshot of {page}"
-        sweep = next(name for name, folder in sweeps.items() if folder in page.parents)
+        sweep = next(name for name, folder in real_sweeps.items() if folder in page.parents)
         shutil.copy(shot, keep / f"{sweep}-{page.parent.name}.png")
         images = re.search(r'data-images="(\d+)"', dom)
         broken = re.search(r'data-broken-images="(\d+)"', dom)
@@ -60,9 +60,9 @@ def test_every_report_renders_with_all_figures(chromium, sweeps, built, tmp_path
         assert broken.group(1) == "0", f"{page}: {broken.group(1)} images failed to load"
 
 
-def test_overview_table_sorts_in_the_browser(chromium, sweeps, built, tmp_path):
+def test_overview_table_sorts_in_the_browser(chromium, real_sweeps, built, tmp_path):
     """Click 'seed' twice through a tiny script appended to a copy of the page; the DOM shows the order."""
-    page = sweeps["delta"] / "reports" / "overview" / "index.html"
+    page = real_sweeps["delta"] / "reports" / "overview" / "index.html"
     html = page.read_text().replace("</body>", """<script>
       window.addEventListener('load', function () {
         var th = Array.prototype.find.call(document.querySelectorAll('table.sortable th'),

@@ -23,12 +23,12 @@ def _run_ids(sweep_dir):
 
 
 @pytest.mark.parametrize("sweep", sorted(EXPECTED))
-def test_real_sweep_builds_its_kinds(sweeps, built, sweep):
-    folder = sweeps[sweep] / "reports"
+def test_real_sweep_builds_its_kinds(real_sweeps, built, sweep):
+    folder = real_sweeps[sweep] / "reports"
     pages = {p.parent.name for p in built[sweep] if p.name == "index.html"}
     assert pages == EXPECTED[sweep]
     assert {p.name for p in built[sweep]} == {"index.html", "summary.md"}
-    ids = _run_ids(sweeps[sweep])
+    ids = _run_ids(real_sweeps[sweep])
     assert len(ids) == 8
     for kind in pages:
         images = check_page(folder / kind / "index.html")
@@ -40,8 +40,8 @@ def test_real_sweep_builds_its_kinds(sweeps, built, sweep):
     assert "not built" in (folder / "README.md").read_text()
 
 
-def test_sensitivity_states_method_and_verdict(sweeps, built):
-    md = (sweeps["delta"] / "reports" / "sensitivity" / "summary.md").read_text()
+def test_sensitivity_states_method_and_verdict(real_sweeps, built):
+    md = (real_sweeps["delta"] / "reports" / "sensitivity" / "summary.md").read_text()
     assert "Student-t interval" in md and "t(0.975, n−1)" in md
     assert "**dppo: " in md and "**drpo: " in md
     assert "| dppo | δ | 0.1 | 2 |" in md and "| drpo | δ | 0.2 | 2 |" in md
@@ -53,14 +53,14 @@ def test_sensitivity_states_method_and_verdict(sweeps, built):
         assert "python -m harness multirun algo=dppo,drpo delta=0.1,0.2" in md and "'seed=range(2," in md
 
 
-def test_geometry_contrasts_the_sweep_with_the_library_default(sweeps, built):
-    md = (sweeps["delta"] / "reports" / "geometry" / "summary.md").read_text()
+def test_geometry_contrasts_the_sweep_with_the_library_default(real_sweeps, built):
+    md = (real_sweeps["delta"] / "reports" / "geometry" / "summary.md").read_text()
     assert "drpo δ=12.5 (library default)" in md and "dppo δ=0.15 (library default)" in md
     assert "drpo δ=0.1" in md and "weight_drpo.png" in md
 
 
-def test_alpha_anchor_and_precision_pages(sweeps, built):
-    reports = sweeps["alpha"] / "reports"
+def test_alpha_anchor_and_precision_pages(real_sweeps, built):
+    reports = real_sweeps["alpha"] / "reports"
     alpha = (reports / "alpha_relaxation" / "summary.md").read_text()
     assert "| grpo anchor=rollout precision=fp32 | 0.3 | both | 1 |" in alpha
     assert "clipped_token_histograms.png" in alpha  # the built-in trainer saves token_stats/ at eval steps
@@ -72,13 +72,13 @@ def test_alpha_anchor_and_precision_pages(sweeps, built):
     assert "Collapse detector false-alarm rate" in stability
 
 
-def test_cli_by_sweep_id_through_the_harness_cli(sweeps, tmp_path, monkeypatch):
+def test_cli_by_sweep_id_through_the_harness_cli(real_sweeps, tmp_path, monkeypatch):
     """`python -m harness report <sweep id>` (the harness CLI's routing, in-process), run from elsewhere."""
     from harness.cli import run_cli
 
-    monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(sweeps["delta"].parents[2]))
+    monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(real_sweeps["delta"].parents[2]))
     monkeypatch.chdir(tmp_path)
-    sweep_id = "/".join(sweeps["delta"].parts[-2:])
+    sweep_id = "/".join(real_sweeps["delta"].parts[-2:])
     assert run_cli(["report", sweep_id, "--kind", "overview", "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "overview" / "index.html").is_file()
     assert not (tmp_path / "out" / "sensitivity").exists()

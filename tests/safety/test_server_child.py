@@ -7,6 +7,8 @@ import signal
 import socket
 import time
 
+import pytest
+
 from tracking_helpers import Server, free_port
 
 
@@ -28,6 +30,7 @@ def group_alive(group: int) -> bool:
         return False
 
 
+@pytest.mark.slow  # end to end: `harness server` started for real (~10 s to answer), then SIGKILLed
 def test_sigkilled_server_leaves_no_mlflow_child(tmp_path):
     port = free_port()
     server = Server(tmp_path, port).start()

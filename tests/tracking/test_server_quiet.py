@@ -10,6 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tracking_helpers import Server, free_port
 
 from harness.tracking.server import server_command, server_env
@@ -31,6 +33,7 @@ def group_commands(group: int) -> list:
     return found
 
 
+@pytest.mark.slow  # end to end: `harness server` started for real and timed to its first answer
 def test_the_server_answers_quietly_without_the_job_queue(tmp_path):
     started = time.monotonic()
     server = Server(tmp_path, free_port()).start()

@@ -65,6 +65,7 @@ def test_failed_killed_and_stale_runs(tmp_path):
                                                root=tmp_path).stdout
 
 
+@pytest.mark.slow  # end to end: `harness status --watch` follows three writer processes to their end
 def test_status_watch_follows_runs_to_the_end(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     finish(start_writer(uri, tmp_path / "runs" / "first", "--name", "first", "--steps", "1"))  # creates the store
