@@ -8,11 +8,13 @@ import multiprocessing
 import multiprocessing.context
 import os
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, List, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
+from tqdm import tqdm
 
 from harness.infra.parent_death import die_with_parent
 from harness.launchers.job_returns import record_result, record_worker_crash
@@ -51,12 +53,17 @@ class _QuickExitProcess(multiprocessing.context.SpawnProcess):
     """A worker dies with the driver (SIGTERM when the driver dies, even by SIGKILL). A worker whose loop
     ended normally leaves without finalizing the interpreter: tearing down torch's,
     MLflow's and SQLAlchemy's modules took ~2 s at the end of every sweep, which the driver waited for.
-    Its jobs have closed their runs and files by then; logging and stdio are flushed here."""
+    Its jobs have closed their runs and files by then; logging and stdio are flushed here.
+
+    tqdm's bars in a worker lock with a thread lock: tqdm's default adds a multiprocessing semaphore, which
+    a worker that leaves this way never releases (the resource tracker then warns of a leak at the sweep's
+    end), and which no other process shares anyway (spawned workers inherit no lock)."""
 
     def run(self) -> None:
         global _DRIVER_PID
         _DRIVER_PID = os.getppid()
         die_with_parent()  # a driver killed even by SIGKILL takes its workers along: their runs end KILLED
+        tqdm.set_lock(threading.RLock())
         super().run()
         _leave()
 
@@ -72,7 +79,6 @@ def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: in
     group's ensemble on `threads_of(its jobs)` torch threads. One sweep-level progress bar; an ensemble's own
     bar only when a single worker runs."""
     import cloudpickle
-    from tqdm import tqdm
 
     state = Singleton.get_state()
     results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
