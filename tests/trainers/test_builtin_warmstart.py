@@ -37,7 +37,8 @@ def test_trains_then_second_call_loads_identical_weights_from_cache(tokenizer, m
     assert first["warmstart/loss"] < 0.8 * torch.log(torch.tensor(48.0))  # learnt something beyond uniform
     assert not all(torch.equal(v, initial_weights[k]) for k, v in trained.state_dict().items())
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert len(files) == 1 and files[0].endswith(".pt")  # the temporary file was renamed, not left behind
+    (entry,) = [f for f in files if f.endswith(".pt")]
+    assert files == sorted([entry, f".{entry[:-3]}.lock"])  # the temporary file was renamed, not left behind
 
     fresh = build_model(model_cfg, len(tokenizer), seed=0)
     second = warm_start(fresh, tokenizer, task, _warm_cfg(), tmp_path, seed=0)
@@ -87,3 +88,35 @@ def test_target_accuracy_lands_a_base_model_in_the_useful_band(tokenizer, tmp_pa
     greedy = evaluate_accuracy(engine, tokenizer, task, task.eval_set(), greedy=True)
     assert 0.15 <= sampled <= 0.6
     assert sampled < greedy < 1.0
+
+
+def test_a_key_another_process_is_training_is_not_trained_twice(tokenizer, model_cfg, tmp_path):
+    """The lock per key: `wait=False` gives up at once; a waiting call loads the entry its holder wrote."""
+    import shutil
+    import threading
+
+    from harness.infra.locks import LockHeld, locked
+
+    task = build_task(dataset_cfg(difficulty=1))
+    trained_elsewhere = build_model(model_cfg, len(tokenizer), seed=0)
+    first = warm_start(trained_elsewhere, tokenizer, task, _warm_cfg(), tmp_path / "elsewhere", seed=0)
+    (entry,) = (tmp_path / "elsewhere").glob("*.pt")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with locked(cache / f".{entry.stem}.lock"):  # "another process" is training this key
+        untouched = build_model(model_cfg, len(tokenizer), seed=0)
+        before = {k: v.clone() for k, v in untouched.state_dict().items()}
+        with pytest.raises(LockHeld):
+            warm_start(untouched, tokenizer, task, _warm_cfg(), cache, seed=0, wait=False)
+        assert all(torch.equal(v, before[k]) for k, v in untouched.state_dict().items())
+        waited = {}
+        waiter = threading.Thread(target=lambda: waited.update(
+            warm_start(untouched, tokenizer, task, _warm_cfg(), cache, seed=0, wait=True)))
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive()  # waits for the holder
+        shutil.copy(entry, cache / entry.name)  # the holder's entry lands, then it lets go
+    waiter.join(60)
+    assert waited["warmstart/cache_hit"] == 1 and waited["warmstart/loss"] == first["warmstart/loss"]
+    for name, value in trained_elsewhere.state_dict().items():
+        assert torch.equal(untouched.state_dict()[name], value), name

@@ -4,6 +4,7 @@ the same tokens as the Hugging Face reference trainer at step 1; a member that f
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,41 @@ def test_an_ensemble_resumes_exactly_and_a_members_checkpoint_resumes_alone(tmp_
     alone = [r for r in records(tmp_path / "alone" / "0") if r["step"] == 3]
     full = [r for r in records(tmp_path / "full" / "1") if r["step"] == 3]
     assert_close_records(full, alone, at_least=1)
+
+
+def test_a_base_model_another_process_is_training_is_loaded_after_the_others(tmp_path):
+    """Two ensembles of the same seeds start together on an empty cache: a member whose base model is being
+    trained elsewhere waits until the ensemble's other members are warm, instead of training it twice."""
+    import threading
+
+    from harness.infra.locks import locked
+    from harness.trainers.builtin.model import build_model
+    from harness.trainers.builtin.tasks import build_task
+    from harness.trainers.builtin.tokenizer import build_tokenizer
+    from harness.trainers.builtin.warmstart import warmstart_key
+
+    cache = tmp_path / "cache"
+    specs = [spec(tmp_path, cache, "dppo", 0.1, seed, f"trainer.warmstart.seed={seed}", "trainer.warmstart.steps=20") for seed in (0, 1)]
+    tokenizer = build_tokenizer()
+
+    def key(s):
+        model = build_model(s.model, vocab_size=len(tokenizer), seed=s.trainer.warmstart.seed)
+        return warmstart_key(model, tokenizer, build_task(s.dataset), s.trainer.warmstart, s.trainer.warmstart.seed)
+
+    first, second = key(specs[0]), key(specs[1])
+    assert first != second
+    cache.mkdir()
+    built = {}
+    with locked(cache / f".{first}.lock"):  # another ensemble is training the first member's base model
+        builder = threading.Thread(target=lambda: built.update(trainer=EnsembleTrainer(
+            [(s, tmp_path / str(k), Tracker(tmp_path / str(k))) for k, s in enumerate(specs)])))
+        builder.start()
+        deadline = time.monotonic() + 60
+        while not (cache / f"{second}.pt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (cache / f"{second}.pt").exists(), "the second member waited behind the first"
+        assert builder.is_alive() and not (cache / f"{first}.pt").exists()
+    builder.join(300)  # the holder let go without an entry: the ensemble trains the first base model itself
+    stats = built["trainer"].warm_start_stats
+    assert [stats[m]["warmstart/cache_hit"] for m in built["trainer"].members] == [0, 0]
+    assert (cache / f"{first}.pt").exists()

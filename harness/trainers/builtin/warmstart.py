@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from harness.infra.locks import locked
 from harness.trainers.builtin.precision import precision_spec
 from harness.trainers.builtin.rollout import RolloutEngine, evaluate_accuracy
 
@@ -37,7 +39,7 @@ def cache_folder(spec) -> Path:
     return Path(spec.cache_dir).expanduser() if spec.cache_dir else root / ".harness" / "cache"
 
 
-def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int) -> dict:
+def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait: bool = True) -> dict:
     """Train `model` in place on the task's train split (loss on answer tokens and `<eos>` only), or load the cache.
 
     cfg: any object with `steps`, `batch_size`, `lr` (AdamW, constant rate) and optionally `target_accuracy`
@@ -46,25 +48,42 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int) -> dict:
     networks "click" varies a lot between seeds, a target accuracy does not. `steps` is then the maximum.
     The cache file is `cache_dir/<key>.pt`, key = hash of (model architecture, the model's initial weights,
     task.describe(), the cfg fields above, seed, tokenizer vocab); it is written to a temporary file and
-    renamed, so concurrent processes warming the same config never read a partial file.
+    renamed, so concurrent processes warming the same config never read a partial file. A miss is trained under a
+    lock per key (`cache_dir/.<key>.lock`): of the processes that miss the same key at once, one trains it and the
+    others load its entry; with `wait=False` a key another process is training raises `LockHeld` at once (an
+    ensemble warms its other members meanwhile).
     Returns {"warmstart/cache_hit": 0|1, "warmstart/loss": mean train loss of the last 10 steps (nats per answer
     token), "warmstart/steps": steps trained, "warmstart/probe_accuracy": last probe accuracy (NaN without a
     target), "warmstart/seconds": wall time of this call, "warmstart/train_seconds": time the training took}.
     """
     started = time.perf_counter()
     cache_dir = Path(cache_dir)
-    path = cache_dir / f"{warmstart_key(model, tokenizer, task, cfg, seed)}.pt"
-    cached = _load_cached(path, model) if path.exists() else None
-    if cached is not None:
-        return {"warmstart/cache_hit": 1, **cached, "warmstart/seconds": time.perf_counter() - started}
+    key = warmstart_key(model, tokenizer, task, cfg, seed)
+    path = cache_dir / f"{key}.pt"
+    seen = _entry_version(path)
+    cached = _load_cached(path, model) if seen else None
+    if cached is None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with locked(cache_dir / f".{key}.lock", blocking=wait):
+            if _entry_version(path) not in (None, seen):  # another process trained it while we waited
+                cached = _load_cached(path, model)
+            if cached is None:
+                stats = _train(model, tokenizer, task, cfg, seed)
+                stats["warmstart/train_seconds"] = time.perf_counter() - started
+                temporary = cache_dir / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+                torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
+                os.replace(temporary, path)
+                return {"warmstart/cache_hit": 0, **stats, "warmstart/seconds": time.perf_counter() - started}
+    return {"warmstart/cache_hit": 1, **cached, "warmstart/seconds": time.perf_counter() - started}
 
-    stats = _train(model, tokenizer, task, cfg, seed)
-    stats["warmstart/train_seconds"] = time.perf_counter() - started
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    temporary = cache_dir / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
-    os.replace(temporary, path)
-    return {"warmstart/cache_hit": 0, **stats, "warmstart/seconds": time.perf_counter() - started}
+
+def _entry_version(path: Path) -> tuple | None:
+    """What tells a cache entry from the one seen before (None: no entry)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 def _load_cached(path: Path, model) -> dict | None:

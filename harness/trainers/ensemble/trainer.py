@@ -21,6 +21,7 @@ import torch
 from omegaconf import DictConfig
 
 from harness.algorithms import aggregate, compute_advantages
+from harness.infra.locks import LockHeld
 from harness.trainers.builtin import fast_decode
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
@@ -72,11 +73,13 @@ class EnsembleTrainer:
         self.step = 0
         self.step_of: Dict[int, int] = {}  # member -> the step its checkpoint was taken at
         restored = [m for m in self.members if m.t.get("resume") or m.t.get("branch_from")]
-        for member in self.members:
-            if member in restored:
-                self._restore(member)
-            else:
-                self._warm_start(member, template)
+        for member in restored:
+            self._restore(member)
+        # a base model another process is training (an ensemble beside this one, same seeds) is loaded after
+        # the others, once it is cached, rather than trained twice
+        busy = [m for m in self.members if m not in restored and not self._warm_start(m, wait=False)]
+        for member in busy:
+            self._warm_start(member, wait=True)
         steps = {int(self.step_of.get(m.index, 0)) for m in self.members}
         if len(steps) != 1:
             raise ValueError(f"an ensemble's members must start at the same step, got steps {sorted(steps)}")
@@ -87,18 +90,25 @@ class EnsembleTrainer:
         self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members]).view(-1, 1, 1, 1)
 
     # -- set-up ----------------------------------------------------------------------------------------
-    def _warm_start(self, member: Member, template) -> None:
+    def _warm_start(self, member: Member, *, wait: bool) -> bool:
+        """Warm-start `member` from the cache or by training; False (nothing done) when not `wait`ing and
+        another process is training its base model."""
         model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
         cache_dir, seed = cache_folder(member.spec), member.t.warmstart.seed
         key = warmstart_key(model, self.tokenizer, self.task, member.t.warmstart, seed)
         if key not in self._announced and not (cache_dir / f"{key}.pt").exists():
             self._announced.add(key)  # the first run of a task and model trains its base model: say so, once
-            print(f"warm start: training the base model for {member.spec.dataset.name} (warm-start seed {seed}; "
-                  f"once, cached in {cache_dir})", flush=True)
-        stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart, cache_dir=cache_dir, seed=seed)
+            print(f"warm start: the base model for {member.spec.dataset.name} (warm-start seed {seed}) is trained "
+                  f"once and cached in {cache_dir}", flush=True)
+        try:
+            stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart, cache_dir=cache_dir, seed=seed,
+                               wait=wait)
+        except LockHeld:
+            return False
         self.model.load_member(member.index, model.state_dict())
         member.tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
         self.warm_start_stats[member] = stats
+        return True
 
     def _restore(self, member: Member) -> None:
         source = ("trainer.resume", member.t.resume) if member.t.get("resume") else \
