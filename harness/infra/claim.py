@@ -41,11 +41,22 @@ def claim(folder: Path, what: str = "folder") -> None:
     except LockHeld:
         holder = _holder(fd)
         os.close(fd)
-        raise FolderInUse(f"{what} {folder} is in use by {holder}: wait for it to end, or choose another "
-                          "folder") from None
+        raise FolderInUse(_in_use(folder, what, holder)) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
     _HELD[str(folder)] = fd
+
+
+def _in_use(folder: Path, what: str, holder: str) -> str:
+    return f"{what} {folder} is in use by {holder}: wait for it to end, or choose another folder"
+
+
+def check_free(folder: Path, what: str = "folder") -> None:
+    """Raise FolderInUse if another live process holds `folder` (creates nothing; `claim` is what holds it)."""
+    folder = Path(folder).expanduser().resolve()
+    holder = None if str(folder) in _HELD else held_by(folder)
+    if holder:
+        raise FolderInUse(_in_use(folder, what, holder))
 
 
 def held_by(folder: Path) -> Optional[str]:

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 import yaml
 from omegaconf import OmegaConf
 
-from harness.infra.claim import LOCK_FILE, held_by
+from harness.infra.claim import LOCK_FILE, FolderInUse, check_free, held_by
 from harness.infra.run_record import live_job
 from harness.infra.secrets import mask_tree
 from harness.trainers.checkpoint import CHECKPOINT_DIR, checkpoint_paths, file_sha256
@@ -67,6 +67,14 @@ def check_output_folders(jobs: Sequence, multirun: bool) -> None:
         _check_sweep_dir(Path(str(OmegaConf.select(first.config, "hydra.sweep.dir"))), jobs)
 
 
+def _refuse_if_in_use(folder: Path, what: str) -> None:
+    # first: a live sweep's half-made job folders would otherwise read as another sweep's
+    try:
+        check_free(folder, what)
+    except FolderInUse as err:
+        raise FolderTaken(str(err)) from None
+
+
 def _check_run_dir(folder: Path, spec) -> None:
     folder = folder.expanduser()
     held = contents(folder)
@@ -75,6 +83,7 @@ def _check_run_dir(folder: Path, spec) -> None:
     resume = spec.trainer.get("resume")
     if resume and _same(_run_folder(str(resume)), folder):
         return  # the run being resumed, in its own folder (its lock is checked with the resume)
+    _refuse_if_in_use(folder, "run folder")
     what = f"run (status: {_status(folder)})" if set(held) & set(RUN_FILES) else f"files ({', '.join(held[:3])})"
     raise FolderTaken(f"hydra.run.dir={folder} already holds a {what}; a run writes only into a new folder: "
                       f"choose another (to continue that run: trainer.resume={folder})")
@@ -85,6 +94,7 @@ def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
     held = contents(folder)
     if not held:
         return
+    _refuse_if_in_use(folder, "sweep folder")
     if "multirun.yaml" not in held and set(held) & set(RUN_FILES):
         raise FolderTaken(f"hydra.sweep.dir={folder} is a single run's folder (status: {_status(folder)}); a sweep "
                           "writes only into a new folder or its own: choose another")

@@ -46,6 +46,31 @@ def test_second_sweep_on_the_same_folder_is_refused(run_harness, tmp_path):
     assert again.returncode == 0 and "2 skipped" in again.stdout, again.stderr[-2000:]
 
 
+def _hold(folder: Path) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
+                               "from harness.infra.claim import claim; import time\n"
+                               f"claim({str(folder)!r}, 'sweep folder'); print('held', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_live_sweeps_half_made_job_folder_reads_as_in_use(run_harness, tmp_path):
+    # the moment a running sweep has made job folder 1 but not yet its .hydra/overrides.yaml
+    folder = tmp_path / "busy_sweep"
+    (folder / "1").mkdir(parents=True)
+    holder = _hold(folder)
+    try:
+        proc = run_harness(*SWEEP, f"hydra.sweep.dir={folder}")
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        line, = proc.stderr.strip().splitlines()
+        assert f"sweep folder {folder.resolve()} is in use by pid {holder.pid}" in line
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE, "1"], "nothing written into a claimed folder"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+
+
 def test_second_run_on_the_same_folder_is_refused(run_harness, tmp_path):
     folder = tmp_path / "shared_run"
     holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
