@@ -46,10 +46,10 @@ def test_second_sweep_on_the_same_folder_is_refused(run_harness, tmp_path):
     assert again.returncode == 0 and "2 skipped" in again.stdout, again.stderr[-2000:]
 
 
-def _hold(folder: Path) -> subprocess.Popen:
+def _hold(folder: Path, what: str = "sweep folder") -> subprocess.Popen:
     holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
                                "from harness.infra.claim import claim; import time\n"
-                               f"claim({str(folder)!r}, 'sweep folder'); print('held', flush=True); time.sleep(600)"],
+                               f"claim({str(folder)!r}, {what!r}); print('held', flush=True); time.sleep(600)"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     return holder
@@ -73,12 +73,8 @@ def test_a_live_sweeps_half_made_job_folder_reads_as_in_use(run_harness, tmp_pat
 
 def test_second_run_on_the_same_folder_is_refused(run_harness, tmp_path):
     folder = tmp_path / "shared_run"
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.infra.claim import claim; import time\n"
-                               f"claim({str(folder)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = _hold(folder, "run folder")
     try:
-        assert holder.stdout.readline().strip() == "held"
         proc = run_harness("debug=quick", f"hydra.run.dir={folder}")
         assert proc.returncode == 2 and "is in use by pid" in proc.stderr, proc.stderr[-2000:]
         assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE], "nothing written into a claimed folder"
