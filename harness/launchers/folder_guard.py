@@ -21,6 +21,7 @@ import yaml
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import FolderInUse, claim, release
 from harness.infra.refused import Refused
 from harness.infra.secrets import has_uri_password, mask_log_records, mask_tree, scrub
@@ -51,9 +52,7 @@ def mask_yaml_files(folder: Path, names=HYDRA_FILES) -> None:
         data = yaml.safe_load(path.read_text())
         masked = mask_tree(data)
         if masked != data:
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
-            os.replace(tmp, path)
+            write_text_atomically(path, yaml.safe_dump(masked, sort_keys=False, allow_unicode=True))
 
 
 def mask_hydra_files(output_dir: Path, subdir: Any) -> None:

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from harness.config.validate import validate
+from harness.infra.atomic_file import write_text_atomically
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
 from harness.launchers.results import RESULTS, JobResult, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
@@ -147,8 +148,8 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
         return RESULTS[-1]
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "job.json").write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                                   "started": time.time(), "name": name}))
+    write_text_atomically(run_dir / "job.json", json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                                            "started": time.time(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
+from harness.infra.atomic_file import write_text_atomically
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -42,9 +44,9 @@ class Tracker:
 
     def finish(self, status: str, error: Optional[str] = None) -> None:
         try:
-            (self.run_dir / "status.txt").write_text(status + "\n")  # first: a few bytes that say how it ended
+            write_text_atomically(self.run_dir / "status.txt", status + "\n")  # first: a few bytes saying how it ended
             if error:
-                (self.run_dir / "error.txt").write_text(error)
+                write_text_atomically(self.run_dir / "error.txt", error)
         finally:
             if self._metrics_file is not None:
                 self._metrics_file.close()

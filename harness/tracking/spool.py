@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from harness.infra.atomic_file import write_text_atomically
+
 SPOOL_DIR = "spool"
 RECORD_FILE = "run.json"
 OPS_FILE = "ops.jsonl"
@@ -48,9 +50,7 @@ class SyncState:
 
 
 def _write_json(path: Path, data: Dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 class Spool:

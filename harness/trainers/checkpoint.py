@@ -15,7 +15,9 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
+
+from harness.infra.atomic_file import write_atomically
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -44,17 +46,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """`write(tmp)` then rename over `path`; a failed write (disk full) leaves no temporary file behind."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Optional[str]) -> Path:
     import torch
 
@@ -71,17 +62,17 @@ def save_checkpoint(run_dir: Path, state: Dict[str, Any], step: int, run_id: Opt
         # the old and the new digest are both listed while the state is swapped, so a kill between the two
         # renames leaves a checkpoint that verifies (old or new state), never one that reads as tampered with
         both = dict.fromkeys([new, *recorded_digests(digest_file)])
-        _write_atomically(digest_file, lambda t: t.write_text("".join(f"{d}  {state_path.name}\n" for d in both)))
+        write_atomically(digest_file, lambda t: t.write_text("".join(f"{d}  {state_path.name}\n" for d in both)))
         os.replace(tmp, state_path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _write_atomically(digest_file, lambda t: t.write_text(f"{new}  {state_path.name}\n"))
+    write_atomically(digest_file, lambda t: t.write_text(f"{new}  {state_path.name}\n"))
     meta = {"step": step, "run_id": run_id}
     config = Path(run_dir) / "config.yaml"
     if config.is_file():  # ties the checkpoint to its folder's own record (checked by harness.launchers.folder_claims)
         meta["config_sha256"] = file_sha256(config)
-    _write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps(meta)))
+    write_atomically(meta_path, lambda tmp: tmp.write_text(json.dumps(meta)))
     return state_path
 
 

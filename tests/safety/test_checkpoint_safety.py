@@ -98,7 +98,7 @@ def test_a_kill_between_the_state_and_its_checksum_leaves_a_checkpoint_that_veri
     checkpoint.save_checkpoint(tmp_path, {"w": torch.zeros(3)}, step=1, run_id=None)
     state_path, _ = checkpoint.checkpoint_paths(tmp_path)
     first = checkpoint.file_sha256(state_path)
-    real = checkpoint._write_atomically
+    real = checkpoint.write_atomically
     calls = []
 
     def killed_after_the_state_rename(path, write):
@@ -107,13 +107,13 @@ def test_a_kill_between_the_state_and_its_checksum_leaves_a_checkpoint_that_veri
             raise SystemExit("killed")
         real(path, write)
 
-    monkeypatch.setattr(checkpoint, "_write_atomically", killed_after_the_state_rename)
+    monkeypatch.setattr(checkpoint, "write_atomically", killed_after_the_state_rename)
     with pytest.raises(SystemExit):
         checkpoint.save_checkpoint(tmp_path, {"w": torch.ones(3)}, step=2, run_id=None)
     assert checkpoint.file_sha256(state_path) != first  # the new state is in place, its checksum not rewritten
     checkpoint.verify_checkpoint(state_path)
     assert torch.equal(checkpoint.load_checkpoint(str(tmp_path))["w"], torch.ones(3))
-    monkeypatch.setattr(checkpoint, "_write_atomically", real)
+    monkeypatch.setattr(checkpoint, "write_atomically", real)
     checkpoint.save_checkpoint(tmp_path, {"w": torch.full((3,), 2.0)}, step=3, run_id=None)
     assert len(checkpoint.recorded_digests(checkpoint.digest_path(state_path))) == 1  # back to one digest
     data = bytearray(state_path.read_bytes())

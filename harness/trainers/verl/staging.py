@@ -11,11 +11,11 @@ folder can be mounted under another path as long as the manifest travels with it
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional
 
+from harness.infra.atomic_file import write_text_atomically
 from harness.trainers.verl.presets import Source, parse_hub_ref
 
 MANIFEST = "manifest.json"
@@ -41,9 +41,7 @@ def read_manifest(stage_dir: Optional[Path]) -> Dict[str, Dict[str, str]]:
 
 def write_manifest(stage_dir: Path, manifest: Dict[str, Dict[str, str]]) -> None:
     path = Path(stage_dir) / MANIFEST
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({k: dict(sorted(manifest[k].items())) for k in KINDS}, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomically(path, json.dumps({k: dict(sorted(manifest[k].items())) for k in KINDS}, indent=2) + "\n")
 
 
 def dataset_key(ref: str) -> str:
