@@ -44,6 +44,9 @@ class Killed(BaseException):
 
 
 def _raise_killed(signum, _frame):
+    # the first SIGTERM stops the job; later ones must not cut its closing short. They come: Slurm may send
+    # more, and the kernel signals a child of a dying driver again each time one of the driver's threads exits
+    signal.signal(signum, signal.SIG_IGN)
     raise Killed(f"received signal {signal.Signals(signum).name}")
 
 

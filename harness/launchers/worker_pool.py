@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import multiprocessing.context
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -17,6 +18,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from tqdm import tqdm
 
 from harness.infra.parent_death import die_with_parent
+from harness.launchers.job import Killed
 from harness.launchers.job_returns import record_result, record_worker_crash
 
 log = logging.getLogger("harness")
@@ -28,11 +30,18 @@ def _run_pickled(payload: bytes) -> List[JobReturn]:
     import cloudpickle
 
     launcher, group, state, threads, progress = cloudpickle.loads(payload)
+    stopped = False
     try:
         rets = launcher.run_group(group, state, threads, progress=progress)
+    except (KeyboardInterrupt, Killed):  # its runs are closed KILLED; the sweep is being stopped
+        stopped = True
+        raise
     finally:
-        if os.getppid() != _DRIVER_PID:  # the driver died (its SIGTERM closed this job's run KILLED): no one
-            _leave()                     # will send more work, and the task queue never reports its end
+        # leave when stopped: a dying driver may still be this process's parent for a moment (the kernel moves
+        # its children from thread to thread as they exit), and no one would send more work or end the queue
+        if stopped or os.getppid() != _DRIVER_PID:
+            _leave()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an idle worker dies with its driver
     for ret in rets:
         ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
     return rets
