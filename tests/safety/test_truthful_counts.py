@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.infra.claim import claim, release
 from harness.infra.run_record import run_id_of
 
@@ -34,6 +36,7 @@ def test_a_job_lost_from_the_store_is_named_by_report_and_sync(run_harness, tmp_
     assert len(named) == 1 and str(sweep / "1") in named[0] and lost in named[0], synced.stderr
 
 
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
 def test_repair_never_kills_a_run_alive_on_this_host(tmp_path):
     from mlflow.tracking import MlflowClient
 

@@ -45,6 +45,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
 def test_a_corrupt_store_is_one_line_for_every_command(tmp_path, real_store):
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(os.urandom(8192))

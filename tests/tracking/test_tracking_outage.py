@@ -64,6 +64,7 @@ def test_server_crash_mid_run_loses_and_duplicates_nothing(server, tmp_path):
     assert proc.stdout.count("already synced") == len(STEPS)
 
 
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
 def test_store_unreachable_from_the_start_spools_and_syncs_once(tmp_path):
     down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     run_dir = tmp_path / "runs" / "offline"
@@ -92,6 +93,7 @@ def test_store_unreachable_from_the_start_spools_and_syncs_once(tmp_path):
     assert "error.txt" in [a.path for a in client.list_artifacts(run.info.run_id)]
 
 
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
 def test_sync_of_an_unreachable_store_says_so_and_keeps_everything(tmp_path):
     down = f"http://127.0.0.1:{free_port()}"
     run_dir = tmp_path / "runs" / "offline"

@@ -82,6 +82,7 @@ def test_status_watch_follows_runs_to_the_end(tmp_path):
     assert final.count("FINISHED") == 3 and "3/3" in watch.stderr
 
 
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
 def test_status_refuses_bad_input(tmp_path):
     missing = harness_tool("status", root=tmp_path)
     assert missing.returncode == 2 and "--tracking-uri" in missing.stderr
