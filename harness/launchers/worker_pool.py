@@ -30,16 +30,14 @@ def _run_pickled(payload: bytes) -> List[JobReturn]:
     import cloudpickle
 
     launcher, group, state, threads, progress = cloudpickle.loads(payload)
-    stopped = False
     try:
         rets = launcher.run_group(group, state, threads, progress=progress)
-    except (KeyboardInterrupt, Killed):  # its runs are closed KILLED; the sweep is being stopped
-        stopped = True
-        raise
+    except (KeyboardInterrupt, Killed):
+        # its runs are closed KILLED and the sweep is being stopped: leave, even while a dying driver is still
+        # this process's parent for a moment (the kernel moves its children from thread to thread as they exit)
+        _leave()
     finally:
-        # leave when stopped: a dying driver may still be this process's parent for a moment (the kernel moves
-        # its children from thread to thread as they exit), and no one would send more work or end the queue
-        if stopped or os.getppid() != _DRIVER_PID:
+        if os.getppid() != _DRIVER_PID:  # the driver died: no one will send more work or end the queue
             _leave()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an idle worker dies with its driver
     for ret in rets:
