@@ -8,9 +8,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from harness.infra.claim import LOCK_FILE, claim, release
+from processes import hold_claim
 
 SWEEP = ("-m", "debug=quick", "trainer.steps=4", "trainer.prompts_per_step=2", "seed=1,2")
 
@@ -46,20 +46,11 @@ def test_second_sweep_on_the_same_folder_is_refused(run_harness, tmp_path):
     assert again.returncode == 0 and "2 skipped" in again.stdout, again.stderr[-2000:]
 
 
-def _hold(folder: Path, what: str = "sweep folder") -> subprocess.Popen:
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.infra.claim import claim; import time\n"
-                               f"claim({str(folder)!r}, {what!r}); print('held', flush=True); time.sleep(600)"],
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
-    return holder
-
-
 def test_a_live_sweeps_half_made_job_folder_reads_as_in_use(run_harness, tmp_path):
     # the moment a running sweep has made job folder 1 but not yet its .hydra/overrides.yaml
     folder = tmp_path / "busy_sweep"
     (folder / "1").mkdir(parents=True)
-    holder = _hold(folder)
+    holder = hold_claim(folder, "sweep folder")
     try:
         proc = run_harness(*SWEEP, f"hydra.sweep.dir={folder}")
         assert proc.returncode == 2, proc.stderr[-2000:]
@@ -73,7 +64,7 @@ def test_a_live_sweeps_half_made_job_folder_reads_as_in_use(run_harness, tmp_pat
 
 def test_second_run_on_the_same_folder_is_refused(run_harness, tmp_path):
     folder = tmp_path / "shared_run"
-    holder = _hold(folder, "run folder")
+    holder = hold_claim(folder, "run folder")
     try:
         proc = run_harness("debug=quick", f"hydra.run.dir={folder}")
         assert proc.returncode == 2 and "is in use by pid" in proc.stderr, proc.stderr[-2000:]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from harness.infra.claim import LOCK_FILE
+from processes import hold_claim
 
 QUICK = ("debug=quick", "trainer.steps=2", "trainer.checkpoint_every=1", "trainer.eval_every=2")
 
@@ -39,12 +38,8 @@ def test_a_finished_run_folder_is_never_written_again(run_harness, tmp_path):
     refused(run_harness("-m", *QUICK, "seed=1,2", f"hydra.sweep.dir={run}"), "is a single run's folder")
 
     # resuming it while a process holds its folder (a run still training)
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.infra.claim import claim; import time\n"
-                               f"claim({str(run)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = hold_claim(run, "run folder")
     try:
-        assert holder.stdout.readline().strip() == "held"
         refused(run_harness(f"trainer.resume={run}"), "the run is still running", f"pid {holder.pid}")
     finally:
         holder.kill()

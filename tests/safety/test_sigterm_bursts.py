@@ -8,15 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import cloudpickle
 
 from harness.launchers import worker_pool
-
-ROOT = str(Path(__file__).parents[2])
+from processes import ROOT, alive, wait_for
 
 
 def test_a_second_sigterm_does_not_cut_the_closing_short():
@@ -50,13 +48,6 @@ class _StoppedLauncher:
         raise Killed("received signal SIGTERM")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def test_a_worker_whose_job_was_stopped_leaves(tmp_path):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     pid_file = tmp_path / "worker.pid"
@@ -68,7 +59,4 @@ def test_a_worker_whose_job_was_stopped_leaves(tmp_path):
         except BaseException:  # the pool breaks (the worker left) or, before the fix, Killed came back
             pass
         pid = int(pid_file.read_text())
-        deadline = time.monotonic() + 20
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(pid), "the stopped worker waits for more work"
+        assert wait_for(lambda: not alive(pid), 20), "the stopped worker waits for more work"

@@ -8,12 +8,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from harness.infra.claim import claim, release
 from harness.infra.run_record import run_id_of
+from processes import hold_claim
 
 
 def test_a_job_lost_from_the_store_is_named_by_report_and_sync(run_harness, tmp_path):
@@ -47,14 +47,10 @@ def test_repair_never_kills_a_run_alive_on_this_host(tmp_path):
     an_hour_ago = str(int(time.time()) - 3600)  # the run's clock an hour behind this one's
     run = client.create_run(experiment, run_name="live", tags={
         "harness.host": socket.gethostname(), "harness.run_dir": str(folder), "harness.heartbeat": an_hour_ago})
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path[:0] = {[str(Path(__file__).parents[2])]!r}\n"
-                               "from harness.infra.claim import claim; import time\n"
-                               f"claim({str(folder)!r}, 'run folder'); print('held', flush=True); time.sleep(600)"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = hold_claim(folder, "run folder")
     tool = [sys.executable, "-m", "harness"]
     common = ["--experiment", "skew", "--tracking-uri", uri, "--stale-after", "60"]
     try:
-        assert holder.stdout.readline().strip() == "held"
         shown = subprocess.run([*tool, "status", *common], capture_output=True, text=True, timeout=120)
         assert "RUNNING" in shown.stdout and "STALE" not in shown.stdout, shown.stdout
         repaired = subprocess.run([*tool, "repair", *common], capture_output=True, text=True, timeout=120)

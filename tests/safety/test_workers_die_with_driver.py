@@ -7,39 +7,11 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
+
+from processes import alive, children, wait_for
 
 SWEEP = ("-m", "launcher=local_parallel", "launcher.workers=2", "debug=quick", "trainer.steps=400",
          "trainer.eval_every=100", "trainer.checkpoint_every=100", "seed=1,2")
-
-
-def children(pid: int) -> list:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.5)
-    return False
 
 
 def test_sigkilled_driver_takes_its_workers_along(run_harness, tmp_path):
