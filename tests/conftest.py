@@ -56,13 +56,24 @@ FOLDER_MARKERS = {"e2e": "e2e", "slurm": "slurm", "browser": "browser", "verl": 
 END_TO_END_FIXTURES = ("run_harness", "real_sweeps")
 
 
+# Parallel workers (pytest-xdist, `-n 2 --dist loadgroup`): tests that share one resource of the session run in
+# one worker, so the resource is made once: the Slurm test cluster (one per machine), the report tests' two
+# real sweeps.
+SHARED_RESOURCE_GROUPS = {"slurm_cluster": "slurm", "real_sweeps": "real_sweeps"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         parts = Path(str(item.fspath)).relative_to(REPO / "tests").parts
         if parts and parts[0] in FOLDER_MARKERS:
             item.add_marker(FOLDER_MARKERS[parts[0]])
-        if any(name in getattr(item, "fixturenames", ()) for name in END_TO_END_FIXTURES):
+        fixtures = getattr(item, "fixturenames", ())
+        if any(name in fixtures for name in END_TO_END_FIXTURES):
             item.add_marker("e2e")
+        group = next((g for name, g in SHARED_RESOURCE_GROUPS.items() if name in fixtures),
+                     "slurm" if parts and parts[0] == "slurm" else None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
