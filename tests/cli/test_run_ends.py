@@ -3,18 +3,26 @@ the run's record; a repeated single run is skipped without leaving a folder behi
 from __future__ import annotations
 
 import json
-import time
+import resource
 
 from mlflow.tracking import MlflowClient
 
-QUICK_BOUND_S = 60  # ~10 s on an idle 2-core machine (README); generous for a busy one
+# CPU seconds of the whole command, its child processes included: ~6 s (~9 s with the one-off warm start) on an
+# idle 2-core machine, where it takes ~10 s of wall time (README). A bound on work: a busy shared machine
+# stretches wall time, not this.
+QUICK_BOUND_CPU_S = 40
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def test_debug_quick_learns_logs_and_says_where_it_is(run_harness):
-    started = time.perf_counter()
+    before = _children_cpu_seconds()
     proc = run_harness("debug=quick", check=True)
-    seconds = time.perf_counter() - started
-    assert seconds < QUICK_BOUND_S, f"debug=quick took {seconds:.1f} s"
+    cpu_seconds = _children_cpu_seconds() - before
+    assert cpu_seconds < QUICK_BOUND_CPU_S, f"debug=quick used {cpu_seconds:.1f} CPU seconds"
     (run_dir,) = (run_harness.root / "outputs").glob("*/*")
     last = proc.stdout.strip().splitlines()[-2:]
     assert last[0] == f"  folder: {run_dir}", last
