@@ -21,7 +21,7 @@ def test_detached_parent_stays_running_until_the_last_job_ends(slurm_cluster, ru
     deadline = time.monotonic() + 400
     while parent_status(run_harness.root) == "RUNNING":
         assert time.monotonic() < deadline, "the parent run was never closed"
-        time.sleep(2)
+        time.sleep(0.5)
     statuses = sorted((d / "status.txt").read_text().strip() for d in (sweep_dir / "0", sweep_dir / "1"))
     assert statuses == ["FINISHED", "FINISHED"]
     assert parent_status(run_harness.root) == "FINISHED"

@@ -24,7 +24,7 @@ def wait_for_states(job_ids, done=("COMPLETED", "FAILED", "CANCELLED"), timeout=
         states = sacct_states(job_ids)
         if len(states) == len(job_ids) and all(s.split()[0] in done for s in states.values()):
             return states
-        time.sleep(2)
+        time.sleep(0.5)
     raise AssertionError(f"jobs not done in {timeout}s: {sacct_states(job_ids)}")
 
 
