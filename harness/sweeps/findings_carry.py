@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -50,20 +51,43 @@ def read_page(page: Path) -> Dict[str, CarriedClaim]:
     if not claims:
         raise ValueError(f"{page} holds no claim written by `python -m harness findings` (no summary row with a "
                          "matching `## <claim> · `<sweep>`` section)")
+    for claim in claims.values():
+        for line in claim.section:
+            for link in FIGURE_LINK.finditer(line):
+                if not _plain_figure_link(link):
+                    raise ValueError(f"{page}: claim {claim.name}'s figure link findings/{link['name']}/"
+                                     f"{link['file']} leads out of its findings/<claim>/ folder; allowed: "
+                                     "findings/<claim>/<file>.png")
     return claims
+
+
+def _plain_figure_link(link: re.Match) -> bool:
+    """findings/<claim>/<file>.png and nothing else: no folder above or below it."""
+    return link["name"] not in (".", "..") and "/" not in link["file"]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path`, every link on its way followed, stays inside `folder`."""
+    return path.resolve().is_relative_to(folder.resolve())
 
 
 def carry(page: Path, rerun: Sequence[str], out: Path) -> List[CarriedClaim]:
     """The claims of `page` that this study does not rerun, their figures copied under out/findings/<sweep>/."""
     carried = [c for name, c in sorted(read_page(page).items()) if name not in set(rerun)]
+    figures = Path(out) / "findings"
     for claim in carried:
         for line in claim.section:
             for link in FIGURE_LINK.finditer(line):
                 source = claim.source.parent / "findings" / link["name"] / link["file"]
-                target = Path(out) / "findings" / link["name"] / link["file"]
-                if source.is_file() and source.resolve() != target.resolve():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(source, target)
+                target = figures / link["name"] / link["file"]
+                if not source.is_file() or source.resolve() == target.resolve():
+                    continue
+                if not _inside(target, Path(out)) or target.is_symlink():
+                    print(f"harness: findings --carry: {target} leads out of {out} (a link): "
+                          f"{claim.name}'s figure not copied", file=sys.stderr)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
     return carried
 
 

@@ -118,6 +118,49 @@ def test_a_follow_up_study_carries_the_claims_it_did_not_rerun(tmp_path):
     assert text.index("`claim2_trust_region`\n") < text.index("## 6.")
 
 
+def _earlier_page(tmp_path):
+    """An earlier study's FINDINGS.md holding claim 2 with its figure findings/claim2_trust_region/claim_trust_region.png."""
+    spec = next(s for s in claim_sweeps() if s.name == "claim2_trust_region")
+    page = _claim_page(tmp_path / "a", "c2", "claim_trust_region", "not reproduced", b"\x89PNG two")
+    return write_findings([ClaimResult(spec, page, 600.0, 0)], tmp_path / "earlier",
+                          ["python", "-m", "harness", "findings"], quick=False, seconds=600.0, runs_commit="old1234")
+
+
+def test_a_carried_figure_link_out_of_its_folder_is_refused_before_anything_is_written(tmp_path):
+    earlier = _earlier_page(tmp_path)
+    victim = tmp_path / "victim.png"
+    victim.write_bytes(b"mine")
+    text = earlier.read_text()
+    assert "](findings/claim2_trust_region/claim_trust_region.png)" in text
+    earlier.write_text(text.replace("](findings/claim2_trust_region/claim_trust_region.png)",
+                                    "](findings/claim2_trust_region/../../../victim.png)"))
+    (earlier.parent / "victim.png").write_bytes(b"planted")  # what the link names, beside the earlier page
+    with pytest.raises(ValueError, match="leads out of its findings/<claim>/ folder"):
+        read_page(earlier)
+    out = tmp_path / "out" / "new"
+    with pytest.raises(ValueError, match="leads out of"):
+        carry(earlier, [], out)
+    assert victim.read_bytes() == b"mine" and not out.exists()
+
+
+def test_carry_never_writes_through_a_link_out_of_its_output_folder(tmp_path, capsys):
+    earlier = _earlier_page(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "claim_trust_region.png").write_bytes(b"mine")
+    out = tmp_path / "new"
+    (out / "findings").mkdir(parents=True)
+    (out / "findings" / "claim2_trust_region").symlink_to(outside)  # a planted link to another folder
+    assert [c.name for c in carry(earlier, [], out)] == ["claim2_trust_region"]
+    assert (outside / "claim_trust_region.png").read_bytes() == b"mine"
+    assert "claim2_trust_region's figure not copied" in capsys.readouterr().err
+    (out / "findings" / "claim2_trust_region").unlink()
+    (out / "findings" / "claim2_trust_region").mkdir()
+    (out / "findings" / "claim2_trust_region" / "claim_trust_region.png").symlink_to(outside / "claim_trust_region.png")
+    carry(earlier, [], out)  # the figure itself a link to a file outside
+    assert (outside / "claim_trust_region.png").read_bytes() == b"mine"
+
+
 def test_a_page_to_carry_must_hold_claims(tmp_path):
     (tmp_path / "x.md").write_text("# not findings\n")
     with pytest.raises(ValueError, match="holds no claim written by"):
