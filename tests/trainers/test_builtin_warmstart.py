@@ -1,4 +1,8 @@
+import os
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -120,3 +124,50 @@ def test_a_key_another_process_is_training_is_not_trained_twice(tokenizer, model
     assert waited["warmstart/cache_hit"] == 1 and waited["warmstart/loss"] == first["warmstart/loss"]
     for name, value in trained_elsewhere.state_dict().items():
         assert torch.equal(untouched.state_dict()[name], value), name
+
+
+# A full disk, for real: the child process may write files of at most 4 KiB (RLIMIT_FSIZE; SIGXFSZ ignored, so
+# a longer write fails with EFBIG as a full disk's fails with ENOSPC), and the entry is larger.
+FULL_DISK_CHILD = """
+import logging, resource, signal, sys, types
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from conftest import dataset_cfg, tiny_model_cfg
+from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.tasks import build_task
+from harness.trainers.builtin.tokenizer import build_tokenizer
+from harness.trainers.builtin.warmstart import warm_start
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+tokenizer = build_tokenizer()
+model = build_model(tiny_model_cfg(), len(tokenizer), seed=0)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+cfg = types.SimpleNamespace(steps=3, batch_size=4, lr=3e-3)
+stats = warm_start(model, tokenizer, build_task(dataset_cfg(difficulty=1)), cfg, Path(sys.argv[1]), seed=0)
+print("cache_hit", stats["warmstart/cache_hit"])
+"""
+
+
+def test_a_full_disk_leaves_no_temporary_file_and_the_run_goes_on(tmp_path):
+    cache = tmp_path / "cache"
+    tests = Path(__file__).resolve().parent
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK_CHILD, str(cache), str(tests)], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "cache_hit 0"
+    warnings = [line for line in proc.stderr.splitlines() if "not written" in line]
+    assert len(warnings) == 1 and "goes on with the base model it trained" in warnings[0], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert not [p.name for p in cache.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_folder_in_the_entrys_place_is_one_warning_and_leaks_nothing(tokenizer, model_cfg, tmp_path, caplog):
+    task = build_task(dataset_cfg(difficulty=1))
+    key = warmstart_key(build_model(model_cfg, len(tokenizer), seed=0), tokenizer, task, _warm_cfg(steps=3), seed=0)
+    (tmp_path / f"{key}.pt").mkdir()  # an odd entry: a folder where the file belongs
+    for _ in range(2):  # a second try leaks nothing either
+        model = build_model(model_cfg, len(tokenizer), seed=0)
+        stats = warm_start(model, tokenizer, task, _warm_cfg(steps=3), tmp_path, seed=0)
+        assert stats["warmstart/cache_hit"] == 0
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{key}.pt", f".{key}.lock"])
+    assert [r for r in caplog.records if "not written" in r.getMessage()], caplog.text

@@ -70,11 +70,23 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait:
             if cached is None:
                 stats = _train(model, tokenizer, task, cfg, seed)
                 stats["warmstart/train_seconds"] = time.perf_counter() - started
-                temporary = cache_dir / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-                torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
-                os.replace(temporary, path)
+                _store(path, model, stats)
                 return {"warmstart/cache_hit": 0, **stats, "warmstart/seconds": time.perf_counter() - started}
     return {"warmstart/cache_hit": 1, **cached, "warmstart/seconds": time.perf_counter() - started}
+
+
+def _store(path: Path, model, stats: dict) -> None:
+    """Write the entry whole (a temporary file renamed over it). Where it cannot be written (a full disk, a folder
+    in its place), one warning says why and no temporary file is left: the run goes on with the model it trained."""
+    temporary = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    try:
+        torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
+        os.replace(temporary, path)
+    except (OSError, RuntimeError) as err:
+        temporary.unlink(missing_ok=True)
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        log.warning("warm-start cache entry %s not written (%s): this run goes on with the base model it trained",
+                    path, reason)
 
 
 def _entry_version(path: Path) -> tuple | None:
