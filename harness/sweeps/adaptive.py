@@ -52,13 +52,31 @@ def decided(outcomes) -> bool:
 STATE_FILE = "adaptive.yaml"
 
 
+STATE_FIELDS = {"sweep": "a sweep name", "user": "a list of overrides", "flags": "a list of flags",
+                "done": "a whole number of rounds ≥ 0"}
+
+
 def saved_state(sweep_dir: Path) -> Optional[dict]:
-    """What an adaptive study left in its folder: {"sweep", "user", "flags", "done"}; None if not one."""
+    """What an adaptive study left in its folder: {"sweep", "user", "flags", "done"}; None if not one. ValueError
+    (one line naming the file, the key and what is allowed) for a state file that is there but malformed."""
+    path = Path(sweep_dir) / STATE_FILE
     try:
-        state = yaml.safe_load((Path(sweep_dir) / STATE_FILE).read_text())
-    except (OSError, yaml.YAMLError):
+        state = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
         return None
-    return state if isinstance(state, dict) and {"sweep", "user", "flags", "done"} <= set(state) else None
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} cannot be read: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a mapping of {', '.join(STATE_FIELDS)}")
+    fits = {"sweep": isinstance(state.get("sweep"), str),
+            "user": isinstance(state.get("user"), list) and all(isinstance(o, str) for o in state["user"]),
+            "flags": isinstance(state.get("flags"), list) and all(isinstance(f, str) for f in state["flags"]),
+            "done": isinstance(state.get("done"), int) and not isinstance(state["done"], bool) and state["done"] >= 0}
+    for key, ok in fits.items():
+        if not ok:
+            found = "missing" if key not in state else f"{state[key]!r}"
+            raise ValueError(f"{path}: {key} is {found}; allowed: {STATE_FIELDS[key]}")
+    return state
 
 
 def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[str], done: int) -> None:

@@ -84,7 +84,11 @@ def _continue(spec, folder: str, user: List[str]) -> int:
 
     from harness.sweeps.adaptive import run_adaptive, saved_state
 
-    state = saved_state(Path(folder)) if folder else None
+    try:
+        state = saved_state(Path(folder)) if folder else None
+    except ValueError as err:
+        print(f"harness: error: sweep {spec.name}: --continue {err}", file=sys.stderr)
+        return 2
     problem = ("needs a folder: --continue=<the study's folder>" if not folder else
                f"{folder} is not the folder of an adaptive study (no adaptive.yaml)" if state is None else
                f"{folder} holds a study of sweep {state['sweep']!r}, not {spec.name!r}" if state["sweep"] != spec.name
