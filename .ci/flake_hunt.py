@@ -9,6 +9,8 @@ Each run is one pytest process over the given paths (its own temporary folders, 
 for the outcome of every test). While it runs, `--stress` busy processes (default: one per core) spin at
 full speed, so timings that hold only on an idle machine show up. The table at the end is tests x runs x
 failures; the exit status is 1 if any test failed in any run, 0 otherwise. Arguments after `--` go to pytest.
+Leave the checkout alone while it runs: runs record the code version they ran, so an edit or a commit midway
+fails tests for that reason alone (a run during which the checkout changed is named as such).
 """
 from __future__ import annotations
 
@@ -64,6 +66,15 @@ def outcomes(junit_xml: Path) -> dict:
     return results
 
 
+def checkout_state() -> str:
+    """The checkout's commit and its uncommitted changes: runs record the code version they ran (HEAD, dirty or
+    not), so a tree edited or committed to while tests run fails them for that reason alone."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout
+
+    return git("rev-parse", "HEAD") + git("diff", "HEAD") + git("status", "--porcelain")
+
+
 def one_run(paths: list, pytest_args: list, stress: int, folder: Path, index: int) -> tuple:
     report = folder / f"run{index}.xml"
     command = [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
@@ -92,19 +103,26 @@ def main(argv=None) -> int:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="flake-hunt-"))
     folder.mkdir(parents=True, exist_ok=True)
     failures, seen = Counter(), Counter()
+    changed_runs = []
     for index in range(1, args.runs + 1):
+        before = checkout_state()
         results, seconds = one_run(args.paths, pytest_args, args.stress, folder, index)
+        changed = checkout_state() != before
         failed = sorted(test for test, outcome in results.items() if outcome == "failed")
         seen.update(test for test, outcome in results.items() if outcome != "skipped")
         failures.update(failed)
+        changed_runs += [index] * changed
         print(f"run {index}/{args.runs}: {len(results)} tests, {len(failed)} failed, {seconds:.0f} s"
-              f" (stress {args.stress})", flush=True)
+              f" (stress {args.stress})" + ("; the checkout changed during this run" * changed), flush=True)
         for test in failed:
             print(f"  FAILED {test}  (log: {folder / f'run{index}.log'})", flush=True)
     print(f"\n{len(seen)} tests x {args.runs} runs under stress {args.stress}: "
           f"{sum(failures.values())} failures in {len(failures)} tests")
     for test, count in failures.most_common():
         print(f"  {count}/{args.runs}  {test}")
+    if changed_runs:
+        print(f"the checkout changed (an edit or a commit) during run(s) {', '.join(map(str, changed_runs))}: a failure "
+              "there may come from the change, not from chance; leave the checkout alone while it runs")
     return 1 if failures else 0
 
 

@@ -1,6 +1,8 @@
 """Every report kind built from real tiny sweeps, and from synthetic stores with missing data."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from report_pages import check_page
@@ -82,6 +84,24 @@ def test_cli_by_sweep_id_through_the_harness_cli(real_sweeps, tmp_path, monkeypa
     assert run_cli(["report", sweep_id, "--kind", "overview", "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "overview" / "index.html").is_file()
     assert not (tmp_path / "out" / "sensitivity").exists()
+
+
+def test_a_finished_run_without_a_finite_accuracy_is_named_as_such(shared_store, tmp_path, capsys):
+    """A run that FINISHED with NaN evaluations is left out of the statistics as "finished without a final
+    accuracy", not called "not finished (FINISHED)"."""
+    uri, _ = shared_store
+    nan_eval = {"eval/accuracy": ([0, 10, 20], [math.nan] * 3), "eval/best_accuracy": ([0, 10, 20], [math.nan] * 3)}
+    runs = [FakeRun("drpo", {"delta": d}, seed=s) for d in (0.1, 0.2) for s in (0, 1)]
+    runs.append(FakeRun("drpo", {"delta": 0.2}, seed=2, metrics=nan_eval))
+    runs.append(FakeRun("drpo", {"delta": 0.1}, seed=2, status="KILLED", stop_at=5))
+    write_sweep(uri, runs, "2026-05-06/00-00-00-000000", steps=20, eval_every=10)
+    out = tmp_path / "reports"
+    assert main(["2026-05-06/00-00-00-000000", "--tracking-uri", uri, "--out", str(out), "--kind", "sensitivity"]) == 0, \
+        capsys.readouterr().err
+    sens = (out / "sensitivity" / "summary.md").read_text()
+    assert "not finished (FINISHED)" not in sens
+    assert "drpo δ=0.2: 1 of 3 runs finished without a finite final accuracy — left out of the statistics." in sens
+    assert "drpo δ=0.1: 1 of 3 runs not finished (KILLED) — left out of the statistics." in sens
 
 
 def test_missing_data_is_said_not_fatal(shared_store, tmp_path, capsys):

@@ -110,11 +110,15 @@ def build(data: SweepData, page: Page) -> None:
             done = [r for r in group if r.status == "FINISHED" and summarize(data, r).final_acc is not None]
             final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
             best = t_interval([summarize(data, r).best_acc for r in done], bounds=(0.0, 1.0))
-            not_done = len(group) - len(done)
-            if not_done:
-                statuses = ", ".join(sorted({r.status for r in group if r not in done}))
-                page.missing(f"{name} {symbol}={fmt(value)}: {not_done} of {len(group)} runs not finished "
+            unfinished = [r for r in group if r.status != "FINISHED"]
+            if unfinished:
+                statuses = ", ".join(sorted({r.status for r in unfinished}))
+                page.missing(f"{name} {symbol}={fmt(value)}: {len(unfinished)} of {len(group)} runs not finished "
                              f"({statuses}) — left out of the statistics.")
+            no_value = len(group) - len(done) - len(unfinished)
+            if no_value:
+                page.missing(f"{name} {symbol}={fmt(value)}: {no_value} of {len(group)} runs finished without a "
+                             "finite final accuracy — left out of the statistics.")
             if final.n == 1:
                 page.missing(f"{name} {symbol}={fmt(value)}: one finished seed — no confidence interval.")
             rows.append([name, symbol, value, final.n, final.mean, _ci(final), best.mean, _ci(best)])
