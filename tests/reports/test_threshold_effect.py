@@ -17,9 +17,20 @@ def _study(rng, effects, seeds, sd, shared_seed_sd=0.0):
 
 
 def test_no_effect_and_enough_seeds_is_insensitive():
-    result = te.decide(_study(np.random.default_rng(1), {}, seeds=8, sd=0.01))
-    assert result.word == te.INSENSITIVE and result.decided
+    """Enough seeds: 40 without a collapse bound each value's collapse rate below SESOI / depth = 0.1."""
+    result = te.decide(_study(np.random.default_rng(1), {}, seeds=40, sd=0.01))
+    assert result.word == te.INSENSITIVE and result.decided, result.reason
     assert len(result.pairs) == 3 and all(abs(p.estimate.value) < 0.05 for p in result.pairs)
+    assert result.collapse_bound == pytest.approx(0.1, rel=0.05)
+
+
+def test_eight_tight_seeds_cannot_rule_out_a_rare_collapse():
+    """The same study with 8 seeds: every pair is within the SESOI, but 8 runs without a collapse cannot show a
+    collapse rate below 0.1; the verdict says so and asks for the seeds that can (29: 0.9^29 < 0.05)."""
+    result = te.decide(_study(np.random.default_rng(1), {}, seeds=8, sd=0.01))
+    assert all(p.p_equivalent < 0.05 for p in result.pairs)
+    assert result.word == te.UNDECIDED and "collapse rate not shown below 0.1" in result.reason, result.reason
+    assert result.seeds_for_insensitive == 29
 
 
 def test_a_large_effect_is_sensitive_and_names_the_pair():
@@ -54,8 +65,8 @@ def test_noise_with_three_seeds_is_undecided_and_prints_what_would_decide():
 
 def test_pairing_removes_the_seed_effect():
     # seeds differ a lot from each other (sd 0.2), values not at all beyond small noise: paired, it decides
-    result = te.decide(_study(np.random.default_rng(4), {}, seeds=6, sd=0.005, shared_seed_sd=0.2))
-    assert result.word == te.INSENSITIVE
+    result = te.decide(_study(np.random.default_rng(4), {}, seeds=30, sd=0.005, shared_seed_sd=0.2))
+    assert result.word == te.INSENSITIVE, result.reason
     assert all(p.estimate.paired for p in result.pairs)
 
 
@@ -99,3 +110,57 @@ def test_a_large_effect_is_detected_at_the_power_the_page_promises():
     found = sum(te.decide(_study(rng, {0.5: 0.05}, seeds=n, sd=0.04)).word in (te.SENSITIVE, te.DIFFERS)
                 for _ in range(sims))
     assert found / sims >= 0.72, (n, found / sims)
+
+
+def _collapsing_study(rng, seeds, rate, depth=0.4, sd=0.015, seed_sd=0.03):
+    """Final accuracy ~0.66 at every value; the last value's runs collapse (lose `depth`) at `rate`."""
+    base = rng.normal(0.0, seed_sd, seeds)
+    outcomes, collapsed = {}, {}
+    for v in VALUES:
+        flags = rng.random(seeds) < rate if v == VALUES[-1] else np.zeros(seeds, bool)
+        x = np.clip(0.66 + base + rng.normal(0.0, sd, seeds) - depth * flags, 0.0, 1.0)
+        outcomes[v] = {s: float(x[s]) for s in range(seeds)}
+        collapsed[v] = {s: bool(flags[s]) for s in range(seeds)}
+    return outcomes, collapsed
+
+
+@pytest.mark.parametrize("seeds", [8, 16, 40])
+def test_a_threshold_that_collapses_in_15_percent_of_seeds_is_not_called_insensitive(seeds):
+    """One δ collapses in 15% of its seeds (a mean difference of 0.06, beyond the SESOI 0.05): 'insensitive'
+    at most α of the time. A t-TOST on the means alone said it in 34% of 8-seed studies: most of them
+    happened to show no collapse (0.85^8 = 27%)."""
+    rng = np.random.default_rng(40 + seeds)
+    sims = 300
+    said = sum(te.decide(*_split(_collapsing_study(rng, seeds, 0.15))).word == te.INSENSITIVE for _ in range(sims))
+    assert said / sims <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / sims), said / sims
+
+
+def _split(study):
+    outcomes, collapsed = study
+    return outcomes, te.DEFAULT_SESOI, 0.05, 0.8, (0.0, 1.0), collapsed
+
+
+def test_insensitive_is_reached_at_the_seeds_the_verdict_asks_for():
+    """No effect and no collapse: an 8-seed pilot is undecided and names n; at n seeds 'insensitive' comes
+    at least ~80% of the time (the power the page promises)."""
+    rng = np.random.default_rng(50)
+    pilot = te.decide(*_split(_collapsing_study(rng, 8, 0.0, sd=0.02)))
+    n = pilot.seeds_for_insensitive
+    assert pilot.word == te.UNDECIDED and 8 < n < 80, (pilot.word, n)
+    sims = 100
+    said = sum(te.decide(*_split(_collapsing_study(rng, n, 0.0, sd=0.02))).word == te.INSENSITIVE
+               for _ in range(sims))
+    assert said / sims >= 0.72, (n, said / sims)
+
+
+def test_a_threshold_that_collapses_often_is_sensitive_and_says_so():
+    outcomes, collapsed = _collapsing_study(np.random.default_rng(60), 12, 1.0, depth=0.01)
+    result = te.decide(outcomes, collapsed=collapsed)  # outcomes barely move; 12/12 collapses against 0/12
+    assert result.word == te.SENSITIVE and "collapse at different rates" in result.reason, result.reason
+    assert str(result.collapses[VALUES[-1]]) == "12/12" and str(result.collapses[VALUES[0]]) == "0/12"
+
+
+def test_a_run_that_failed_on_a_non_finite_loss_counts_as_a_collapse_without_an_outcome():
+    outcomes = {v: {s: 0.6 + 0.01 * s for s in range(4)} for v in VALUES}
+    result = te.decide(outcomes, collapsed={VALUES[0]: {99: True}})
+    assert str(result.collapses[VALUES[0]]) == "1/5" and str(result.collapses[VALUES[1]]) == "0/4"

@@ -1,0 +1,44 @@
+"""Exact tests on event rates (collapses per run): a difference between two arms and a rate shown below a
+bound. Binomial counts only, so the tests hold their level at any rate (no normal approximation)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import stats
+
+
+@dataclass(frozen=True)
+class Count:
+    events: int
+    runs: int
+
+    def __str__(self) -> str:
+        return f"{self.events}/{self.runs}"
+
+
+def p_differ(a: Count, b: Count) -> float:
+    """Two-sided Fisher exact test of equal rates; 1.0 when either arm has no runs."""
+    if a.runs == 0 or b.runs == 0:
+        return 1.0
+    table = [[a.events, a.runs - a.events], [b.events, b.runs - b.events]]
+    return float(stats.fisher_exact(table, alternative="two-sided")[1])
+
+
+def p_below(count: Count, bound: float) -> float:
+    """One-sided exact binomial test of H0: rate ≥ bound (small p shows the rate is below `bound`)."""
+    if count.runs == 0 or bound <= 0.0:
+        return 1.0
+    if bound >= 1.0:
+        return 0.0
+    return float(stats.binomtest(count.events, count.runs, bound, alternative="less").pvalue)
+
+
+def runs_to_show_below(bound: float, alpha: float) -> int:
+    """Runs without an event that show a rate below `bound` at level α: the smallest n with (1 − bound)^n ≤ α
+    (the power is 1 when the true rate is 0, less when events happen at a rate near `bound`)."""
+    if bound >= 1.0:
+        return 1
+    if bound <= 0.0:
+        raise ValueError("a rate cannot be shown below 0")
+    return max(1, math.ceil(math.log(alpha) / math.log1p(-bound) - 1e-12))
