@@ -81,7 +81,8 @@ def test_a_run_that_starts_low_collapses_when_it_loses_half_of_its_start():
     c = detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.0, 0.0, 0.0]))
     assert c is not None and c.metric == "eval/accuracy" and c.step == 8  # the 3-evaluation mean: 0.026
     assert "0.078" in c.reason and "50% of its start" in c.reason
-    assert detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.0, 0.0, 0.0]), rel_drop=math.inf) is None  # the fixed drop alone
+    fixed_drop_alone = detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.0, 0.0, 0.0]), rel_drop=math.inf)
+    assert fixed_drop_alone is None
     # lost less than half of its start: not a collapse
     assert detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.05, 0.05, 0.05])) is None
 
