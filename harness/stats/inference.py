@@ -212,9 +212,10 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         tests = est
     low, high = tests.interval(alpha, bounds)
     needed = seeds_needed(est.sd_unit, sesoi, alpha_power or alpha, power, est.paired, arms) if with_power else None
+    median = isinstance(tests, robust.MedianTests)  # low, high bound the median: the centre must be it
     blocked = est.untestable(alpha)
     if blocked:
-        return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed)
+        return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed, median=median)
     if hypothesis in ("greater", "less"):
         up = hypothesis == "greater"
         claim, opposite = (">", "<") if up else ("<", ">")
@@ -255,8 +256,7 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
     if method in ("exact", "sign"):
         why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
-    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed,
-                    median=isinstance(tests, robust.MedianTests))
+    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed, median=median)
 
 
 def holm(p_values: Sequence[float], alpha: float) -> List[bool]:

@@ -36,6 +36,7 @@ def test_fifteen_zero_contrasts_and_one_of_0_01_decide_nothing(resolution):
         assert d.word == INCONCLUSIVE, (hypothesis, method, d.reason)
         assert "15 of 16 per-seed contrasts" in d.reason and "no evidence either way" in d.reason
         assert d.p_effect is None and d.p_against is None
+        assert d.low <= d.centre <= d.high and d.median == (method == "sign")  # the figure's error bar
 
 
 def test_sixteen_contrasts_of_1e_9_decide_nothing():
