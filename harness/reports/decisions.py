@@ -18,7 +18,7 @@ from scipy import stats
 from harness.reports import pilot, plots, preconditions
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
-from harness.reports.outcomes import measure, per_seed
+from harness.reports.outcomes import measure, per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.sweep_spec import load_sweep
 from harness.stats import inference
@@ -30,8 +30,10 @@ METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run o
           "paired (a one-sample t-test on the per-seed contrasts; `method: exact`: the sign-flip permutation test "
           "for no-difference questions and Anderson's distribution-free bound on the contrast's range for shifted "
           "ones, valid when some runs collapse); otherwise Welch's t. No test decides when the per-seed "
-          "contrasts have no spread (ties) or when too few seeds could reach the look's α without assuming "
-          "normal outcomes (2^−n ≥ α). Reproduced: the claimed "
+          "contrasts have no spread (ties), when too few seeds could reach the look's α without assuming "
+          "normal outcomes (2^−n ≥ α), or when too few per-seed contrasts lie beyond the measure's resolution "
+          "(one eval problem over the last k evaluations for accuracy; contrasts within it are ties, no evidence "
+          "either way, and sign tests drop them). Reproduced: the claimed "
           "direction is shown at the look's one-sided α. Not reproduced: the opposite direction, or equivalence "
           "within ±SESOI (two one-sided tests), is shown at that α. Inconclusive: neither; then the power figure "
           "(seeds per arm for the target power at the SESOI, given the observed spread) and the command that "
@@ -100,7 +102,9 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         if test.method == "fisher":
             decision = _fisher(arms, weights, alpha)
         else:
-            est = inference.estimate([a for _, a in arms], weights, test.offset)
+            used = [r for r in tested if any(matches(r, sel) for sel, _ in test.contrast)]
+            est = inference.estimate([a for _, a in arms], weights, test.offset,
+                                     resolution(used, test.measure, weights, design.last_k))
             decision = inference.decide(est, test.hypothesis, test.sesoi, alpha, design.power, bounds,
                                         arms=len(arms), alpha_power=power_alpha(spec), method=test.method,
                                         exchangeable=exchangeable(test))

@@ -13,9 +13,10 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 
 from harness.reports.data import EVAL, Run, SweepData
-from harness.reports.summary import summarize
+from harness.reports.summary import eval_problem, summarize
 from harness.stats.collapse import EVAL_WINDOW
 from harness.stats.measures import MEASURES as MEASURE_INFO
+from harness.stats.resolution import measure_resolution
 
 LAST_K = EVAL_WINDOW
 TAIL = 0.1  # fraction of steps in "the last 10% of steps"
@@ -115,3 +116,12 @@ def per_seed(data: SweepData, runs, name: str, k: int = LAST_K) -> Dict[object, 
         if value is not None and np.isfinite(value):
             out.setdefault(run.seed, []).append(float(value))
     return {s: float(np.mean(v)) for s, v in out.items()}
+
+
+def resolution(runs, name: str, weights, k: int = LAST_K) -> float:
+    """The resolution of a contrast Σ w·mean(arm) of measure `name` over `runs`: the measure's
+    (harness/stats/resolution.py; one eval problem's worth over k evaluations when every run records its
+    eval set's size, the finest of them) times the smallest |w|."""
+    problems = [eval_problem(r) for r in runs]
+    known = min(problems) if problems and None not in problems else None
+    return measure_resolution(name, known, k) * min((abs(w) for w in weights if w), default=1.0)

@@ -32,10 +32,20 @@ def summarize(data: SweepData, run: Run) -> RunSummary:
         values = values[np.isfinite(values)]
         final = float(values[-LAST_K:].mean()) if run.status == "FINISHED" and len(values) else None
         collapse = detect_collapse(eval_acc=data.curve(run, EVAL), train_acc=data.curve(run, "train/accuracy"),
-                                   loss=data.curve(run, "train/loss"), status=run.status, error=run.error)
+                                   loss=data.curve(run, "train/loss"), status=run.status, error=run.error,
+                                   eval_resolution=eval_problem(run) or 0.0)
         cache[run.run_id] = RunSummary(final, data.best(run, EVAL), last,
                                        collapse, data.last_step(run))
     return cache[run.run_id]
+
+
+def eval_problem(run: Run) -> Optional[float]:
+    """One eval problem's worth of the run's eval accuracy, 1 / dataset.eval_size, for the built-in trainer
+    (one answer per problem); None where unknown (verl averages k samples over several eval sets)."""
+    size = run.param("dataset.eval_size")
+    if run.param("trainer.name") != "builtin" or not isinstance(size, int) or size < 1:
+        return None
+    return 1.0 / size
 
 
 def short_key(key: str) -> str:

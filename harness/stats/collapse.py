@@ -2,8 +2,12 @@
 
 A run has collapsed when
   * its smoothed accuracy (eval: trailing mean of `EVAL_WINDOW` evaluations; train: of `TRAIN_WINDOW`
-    steps) ends more than `drop` below the run's own start (the mean of its first window) and stays
-    there, i.e. training left the run worse than its warm start; or
+    steps) ends below the run's own start (the mean of its first window) by more than
+    min(`drop`, `rel_drop` × start) and stays there, i.e. training left the run worse than its warm start:
+    more than 0.15 points, or more than half of what it started with, whichever is smaller, so a run that
+    starts below 0.3 (even at 0.078) can collapse too. When the eval set's size is known, an eval fall must
+    also be at least one problem's worth of accuracy (`eval_resolution`): a run near 0 whose smoothed
+    accuracy wobbles by less than one problem has not collapsed; or
   * its loss becomes non-finite, or it FAILED with a non-finite error (FloatingPointError, nan, inf).
 The collapse step is the first step of the final, never-recovered fall (or of the first non-finite loss).
 """
@@ -16,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 DROP = 0.15  # accuracy points (fraction correct) below the run's start
+REL_DROP = 0.5  # share of the run's start lost: the bar for runs that start below DROP / REL_DROP
 EVAL_WINDOW = 3  # evaluations in the trailing mean applied to eval accuracy before detection
 TRAIN_WINDOW = 5  # steps of the moving average applied to train accuracy before detection
 NON_FINITE_ERROR = re.compile(r"non-finite|FloatingPointError|\bnan\b|\binf\b", re.IGNORECASE)
@@ -29,9 +34,16 @@ class Collapse:
     metric: str
 
 
-def fall_below_start(steps, values, drop: float = DROP, window: int = 1) -> Optional[int]:
-    """Index of the first point of a final stretch where the smoothed values stay more than `drop` below
-    the start (mean of the first `window` finite values), or None. Non-finite values are ignored."""
+def fall_threshold(start: float, drop: float = DROP, rel_drop: float = REL_DROP) -> float:
+    """How far below its start a run must end to have collapsed: min(drop, rel_drop × start)."""
+    return min(drop, rel_drop * max(start, 0.0))
+
+
+def fall_below_start(steps, values, drop: float = DROP, window: int = 1, rel_drop: float = REL_DROP,
+                     resolution: float = 0.0) -> Optional[int]:
+    """Index of the first point of a final stretch where the smoothed values stay more than
+    fall_threshold(start) below the start (mean of the first `window` finite values), and at least
+    `resolution` below it, or None. Non-finite values are ignored."""
     values = np.asarray(values, dtype=np.float64)
     index = np.flatnonzero(np.isfinite(values))
     if len(index) < max(2, window + 1):
@@ -39,7 +51,8 @@ def fall_below_start(steps, values, drop: float = DROP, window: int = 1) -> Opti
     v = values[index]
     start = float(v[:window].mean())
     smooth = moving_average(v, window)
-    below = smooth < start - drop - 1e-12
+    fall = start - smooth
+    below = (fall > fall_threshold(start, drop, rel_drop) + 1e-12) & (fall >= resolution - 1e-12)
     if not below[-1]:
         return None
     healthy = np.flatnonzero(~below)
@@ -59,10 +72,12 @@ def moving_average(values, window: int) -> np.ndarray:
 
 def detect_collapse(eval_acc=None, train_acc=None, loss=None, status: str = "FINISHED",
                     error: Optional[str] = None, drop: float = DROP,
-                    train_window: int = TRAIN_WINDOW, eval_window: int = EVAL_WINDOW) -> Optional[Collapse]:
+                    train_window: int = TRAIN_WINDOW, eval_window: int = EVAL_WINDOW,
+                    rel_drop: float = REL_DROP, eval_resolution: float = 0.0) -> Optional[Collapse]:
     """The earliest collapse of a run, or None.
 
     eval_acc, train_acc, loss: (steps [T], values [T]) or None; accuracies are fractions in [0, 1].
+    eval_resolution: one eval problem's worth of accuracy (1 / problems scored), 0 when unknown.
     status/error: the run's status and (first line of) its error; a FAILED run whose error says the loss
     went non-finite collapsed at the step named in the error, else right after its last logged step.
     """
@@ -71,17 +86,20 @@ def detect_collapse(eval_acc=None, train_acc=None, loss=None, status: str = "FIN
         bad = np.flatnonzero(~np.isfinite(np.asarray(loss[1], dtype=np.float64)))
         if len(bad):
             found.append(Collapse(int(loss[0][bad[0]]), "non-finite train/loss", "train/loss"))
-    for key, series, window in (("eval/accuracy", eval_acc, eval_window), ("train/accuracy", train_acc, train_window)):
+    for key, series, window, resolution in (("eval/accuracy", eval_acc, eval_window, eval_resolution),
+                                            ("train/accuracy", train_acc, train_window, 0.0)):
         if series is None or len(series[0]) < 2:
             continue
         steps, raw = np.asarray(series[0]), np.asarray(series[1], dtype=np.float64)
-        at = fall_below_start(steps, raw, drop, window)
+        at = fall_below_start(steps, raw, drop, window, rel_drop, resolution)
         if at is not None:
             finite = raw[np.isfinite(raw)]
             start, end = float(finite[:window].mean()), float(moving_average(finite, window)[-1])
             what = f"{key}{' (%d-point mean)' % window if window > 1 else ''}"
+            bar = fall_threshold(start, drop, rel_drop)
+            rule = f"{drop:g} points" if bar == drop else f"{rel_drop:.0%} of its start"
             found.append(Collapse(int(steps[at]), f"{what} fell from its start {start:.3f} to {end:.3f} "
-                                  f"(more than {drop:g} below) and stayed there", key))
+                                  f"(more than {bar:.3g} below: {rule}) and stayed there", key))
     if status == "FAILED" and error and NON_FINITE_ERROR.search(error):
         named = ERROR_STEP.search(error)
         last = max([int(s[0][-1]) for s in (eval_acc, train_acc, loss) if s is not None and len(s[0])],

@@ -11,8 +11,9 @@ are combined with a Welch–Satterthwaite standard error. Three one-sided questi
 
 Each answers at the level α the caller gives (a sequential design gives each look its share of α). No
 question is answered when the per-seed contrasts have no spread (a discrete outcome ties: the spread is
-unknown, not zero) or with too few seeds for α (2^−n ≥ α: a smaller p would rest on the normal model
-alone); the decision says why. `method: exact` answers them with tests that hold when runs collapse
+unknown, not zero), with too few seeds for α (2^−n ≥ α: a smaller p would rest on the normal model
+alone), or with too few per-seed contrasts beyond the measure's resolution (ties, resolution.py); the
+decision says why. `method: exact` answers them with tests that hold when runs collapse
 (robust.py). The interval shown is the (1 − 2α) t-interval of c intersected with the contrast's possible range (a mean of
 values in [0, 1] lies in [0, 1]; intersecting keeps its coverage and keeps bands inside the axis).
 Power: the seeds per arm that the declared SESOI needs at the target power, given the observed standard
@@ -28,6 +29,7 @@ import numpy as np
 from scipy import stats
 
 from harness.stats import robust
+from harness.stats.resolution import too_many_ties
 from harness.stats.words import HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED  # noqa: F401
 
 METHODS = ("t", "exact", "sign")
@@ -46,6 +48,7 @@ class Estimate:
     sd_unit: float  # SD of one seed's contrast (paired) or sqrt(Σ w² s²) (unpaired): what power scales
     values: Tuple[float, ...] = ()  # the per-seed contrasts (paired)
     sizes: Tuple[int, ...] = ()  # seeds in each arm
+    resolution: float = 0.0  # per-seed contrasts within it of 0 are ties (resolution.py)
 
     def p_above(self, threshold: float) -> float:
         """One-sided p-value of H0: c ≤ threshold against c > threshold (1 when there is no spread: no test)."""
@@ -71,7 +74,11 @@ class Estimate:
     def untestable(self, alpha: float) -> Optional[str]:
         """Why no test may decide at `alpha` with these data, or None. No spread: every seed's contrast is
         the same (a discrete outcome ties), so the t statistic is undefined, not infinite. Too few seeds:
-        a p below what any exact test with n seeds can reach would rest on the normal model alone."""
+        a p below what any exact test with n seeds can reach would rest on the normal model alone. Ties:
+        contrasts within the resolution show nothing, and too few are left for α."""
+        tied = too_many_ties(self.values, self.resolution, alpha) if self.paired else None
+        if tied:
+            return tied
         if self.se == 0 or not np.isfinite(self.se):
             return (f"no spread: all {self.n} per-seed contrasts equal {self.value:.4g} (ties of a discrete "
                     "outcome): the spread is unknown, not zero, so no test decides; more seeds are needed")
@@ -93,9 +100,10 @@ class Estimate:
 
 
 def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offset: float = 0.0,
-             ) -> Optional[Estimate]:
+             resolution: float = 0.0) -> Optional[Estimate]:
     """The contrast Σ wᵢ·armᵢ − offset. arms: {seed: value} per arm. Paired over the seeds every arm has
-    when there are ≥ 2 of them; else Welch over each arm's values. None when an arm has < 2 values."""
+    when there are ≥ 2 of them; else Welch over each arm's values. None when an arm has < 2 values.
+    resolution: the contrast's (resolution.py); paired contrasts within it of 0 are ties."""
     shared = set.intersection(*(set(a) for a in arms)) if arms else set()
     w = np.asarray(weights, dtype=np.float64)
     if len(shared) >= 2:
@@ -105,7 +113,7 @@ def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offs
         if sd < 1e-12 * max(1.0, float(np.abs(per_seed).max())):  # equal up to rounding: no spread
             sd = 0.0
         return Estimate(float(per_seed.mean()), sd / math.sqrt(len(seeds)), len(seeds) - 1, len(seeds), True, sd,
-                        tuple(float(v) for v in per_seed), tuple(len(seeds) for _ in arms))
+                        tuple(float(v) for v in per_seed), tuple(len(seeds) for _ in arms), resolution)
     values = [np.asarray(list(a.values()), dtype=np.float64) for a in arms]
     if any(len(v) < 2 for v in values):
         return None
@@ -115,7 +123,8 @@ def estimate(arms: Sequence[Dict[object, float]], weights: Sequence[float], offs
     df = float(terms.sum() ** 2 / df_den) if df_den > 0 else float(sum(len(v) - 1 for v in values))
     value = float(sum(wi * v.mean() for wi, v in zip(w, values))) - offset
     sd_unit = float(math.sqrt(sum(wi ** 2 * v.var(ddof=1) for wi, v in zip(w, values))))
-    return Estimate(value, se, df, min(len(v) for v in values), False, sd_unit, (), tuple(len(v) for v in values))
+    return Estimate(value, se, df, min(len(v) for v in values), False, sd_unit, (), tuple(len(v) for v in values),
+                    resolution)
 
 
 def min_seeds(alpha: float, paired: bool = True) -> int:
@@ -186,7 +195,8 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
     (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`).
     method: t (t-tests), exact (robust.py: sign-flip where the null is "no difference between the arms"
     — `exchangeable`: weights summing to 0, no offset — else Anderson's bound on the contrast's range
-    `bounds`) or sign (robust.MedianTests: exact sign tests of the median per-seed contrast). No test decides without spread or with too few seeds for `alpha` (Estimate.untestable)."""
+    `bounds`) or sign (robust.MedianTests: exact sign tests of the median per-seed contrast). No test decides
+    without spread, with too few seeds for `alpha`, or with too many ties (Estimate.untestable)."""
     if hypothesis not in HYPOTHESES:
         raise ValueError(f"hypothesis {hypothesis!r} is not allowed; allowed: {', '.join(HYPOTHESES)}")
     if method not in METHODS:
@@ -202,9 +212,10 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         tests = est
     low, high = tests.interval(alpha, bounds)
     needed = seeds_needed(est.sd_unit, sesoi, alpha_power or alpha, power, est.paired, arms) if with_power else None
+    median = isinstance(tests, robust.MedianTests)  # low, high bound the median: the centre must be it
     blocked = est.untestable(alpha)
     if blocked:
-        return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed)
+        return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed, median=median)
     if hypothesis in ("greater", "less"):
         up = hypothesis == "greater"
         claim, opposite = (">", "<") if up else ("<", ">")
@@ -245,8 +256,7 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
                                        f"(p = {_p(p_against)}) at {alpha:.3g}")
     if method in ("exact", "sign"):
         why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
-    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed,
-                    median=isinstance(tests, robust.MedianTests))
+    return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed, median=median)
 
 
 def holm(p_values: Sequence[float], alpha: float) -> List[bool]:

@@ -24,8 +24,12 @@ t-test, and the reason says so. Unpaired arms (no shared seeds) keep Welch's t.
 
 `method: sign` asks every question of the *median* per-seed contrast instead of the mean, with the exact
 binomial sign test (MedianTests): "median > θ" is shown when more contrasts lie above θ than Binomial(n, ½)
-allows (ties at θ count against). Its level holds for every distribution, shifted or not, so it can show
-equivalence (|median| < SESOI) and non-inferiority from a handful of seeds where a bound on a mean cannot;
+allows (values at θ count against). Contrasts within the measure's resolution of 0 (resolution.py) are ties,
+no evidence either way: both sign tests drop them (the sign-flip test by setting them to 0), so n counts
+the contrasts beyond the resolution and the sign tests ask about their median (for θ = 0: is a contrast
+that shows a difference more often above 0 than below); the intervals keep every contrast. The sign test's
+level holds for every distribution, shifted or not, so it can show equivalence (|median| < SESOI) and
+non-inferiority from a handful of seeds where a bound on a mean cannot;
 the price is the question: a typical seed's contrast, not the average over seeds, so rare collapses do not
 move it. Collapse counts, with exact bounds, are reported beside it (the claim tables).
 """
@@ -36,6 +40,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 from scipy import stats
+
+from harness.stats.resolution import ties
 
 EXACT_UP_TO = 16  # 2^16 sign patterns: enumerated; more seeds: Monte Carlo
 MONTE_CARLO_DRAWS = 2 ** 16
@@ -109,6 +115,7 @@ class ExactTests:
     def __init__(self, estimate, bounds: Tuple[Optional[float], Optional[float]], exchangeable: bool):
         self.estimate = estimate
         self.values = np.asarray(estimate.values, dtype=np.float64)
+        self.untied = np.where(ties(self.values, estimate.resolution), 0.0, self.values)
         self.lo, self.hi = bounds
         self.exchangeable = exchangeable
         self.bounded = self.lo is not None and self.hi is not None
@@ -121,14 +128,14 @@ class ExactTests:
 
     def p_above(self, theta: float) -> float:
         if theta == 0 and self.exchangeable:
-            return sign_flip_p(self.values, "greater")
+            return sign_flip_p(self.untied, "greater")
         if self.bounded:
             return anderson_p_above(self.values, theta, self.lo)
         return self.estimate.p_above(theta)
 
     def p_below(self, theta: float) -> float:
         if theta == 0 and self.exchangeable:
-            return sign_flip_p(self.values, "less")
+            return sign_flip_p(self.untied, "less")
         if self.bounded:
             return anderson_p_above(-self.values, -theta, -self.hi)
         return self.estimate.p_below(theta)
@@ -147,14 +154,16 @@ class MedianTests:
 
     def __init__(self, estimate):
         self.values = np.sort(np.asarray(estimate.values, dtype=np.float64))
+        self.untied = self.values[~ties(self.values, estimate.resolution)]
 
     def p_above(self, theta: float) -> float:
-        """p of H0: median ≤ θ against median > θ (at most half the contrasts lie above θ)."""
-        n, above = len(self.values), int(np.sum(self.values > theta))
+        """p of H0: median ≤ θ against median > θ (at most half the contrasts beyond the resolution lie
+        above θ)."""
+        n, above = len(self.untied), int(np.sum(self.untied > theta))
         return float(stats.binom.sf(above - 1, n, 0.5)) if n else 1.0
 
     def p_below(self, theta: float) -> float:
-        n, below = len(self.values), int(np.sum(self.values < theta))
+        n, below = len(self.untied), int(np.sum(self.untied < theta))
         return float(stats.binom.sf(below - 1, n, 0.5)) if n else 1.0
 
     def interval(self, level: float, bounds=(None, None)) -> Tuple[float, float]:

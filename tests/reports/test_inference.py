@@ -50,10 +50,14 @@ def test_decisions_on_known_effects():
     big = inference.estimate(_arms([0.8, 0.82, 0.79, 0.81, 0.8], [0.5, 0.5, 0.49, 0.52, 0.51]), [1, -1])
     assert inference.decide(big, "greater", 0.05, ALPHA).word == inference.REPRODUCED
     assert inference.decide(big, "less", 0.05, ALPHA).word == inference.NOT_REPRODUCED
-    same = inference.estimate(_arms([0.5, 0.51, 0.49, 0.5, 0.52], [0.5, 0.5, 0.5, 0.51, 0.51]), [1, -1])
+    same = inference.estimate(_arms([0.5, 0.51, 0.49, 0.5, 0.52], [0.51, 0.5, 0.5, 0.51, 0.51]), [1, -1])
     d = inference.decide(same, "greater", 0.05, ALPHA)
     assert d.word == inference.NOT_REPRODUCED and "equivalence" in d.reason
     assert inference.decide(same, "equivalent", 0.05, ALPHA).word == inference.REPRODUCED
+    # one seed's contrast is 0: a tie, no evidence either way, and 4 contrasts cannot reach p < 0.05
+    tied = inference.estimate(_arms([0.5, 0.51, 0.49, 0.5, 0.52], [0.5, 0.5, 0.5, 0.51, 0.51]), [1, -1])
+    d = inference.decide(tied, "equivalent", 0.05, ALPHA)
+    assert d.word == inference.INCONCLUSIVE and d.reason.startswith("1 of 5 per-seed contrasts equal 0")
     noisy = inference.estimate(_arms([0.2, 0.9, 0.5], [0.6, 0.1, 0.4]), [1, -1])
     d = inference.decide(noisy, "greater", 0.05, ALPHA)
     assert d.word == inference.INCONCLUSIVE and d.seeds_needed > 3

@@ -180,3 +180,23 @@ def test_claim_pages_say_what_is_missing_when_asked_by_name(shared_store, tmp_pa
     assert main(argv) == 0
     for kind in kinds:
         assert f"cannot show a {kind} report" in (tmp_path / kind / "summary.md").read_text()
+
+
+def test_an_intervention_that_changes_nothing_is_no_evidence_of_non_inferiority(shared_store, tmp_path):
+    """Issue 35: DRPO and DPPO runs that end alike on 7 of 8 seeds (contrasts of 0, within one eval problem
+    of 64 over the last 3 evaluations) and differ on one seed. The sign test read the seven ties as 8 of 8
+    contrasts above −SESOI (p = 2^-8): non-inferior, claim reproduced. Ties are no evidence either way."""
+    uri, _ = shared_store
+    runs = []
+    for objective, delta in (("dppo", 0.2), ("drpo", 12.5), ("drpo", 0.5)):
+        for seed in SEEDS:
+            acc = 0.4 + 0.03 * seed + (0.01 if objective == "drpo" and seed == 0 else 0.0)
+            runs.append(FakeRun(objective, algo={"delta": delta}, seed=seed,
+                                params={"trainer.name": "builtin", "dataset.eval_size": 64},
+                                metrics={"eval/accuracy": (EVAL_STEPS, [0.3, 0.4, 0.5, acc, acc])}))
+    write_sweep(uri, runs, "2026-07-08/00-00-00-000000", steps=20, eval_every=5)
+    assert main(["2026-07-08/00-00-00-000000", "--tracking-uri", uri, "--out", str(tmp_path),
+                 "--kind", "claim_drpo_vs_dppo"]) == 0
+    md = (tmp_path / "claim_drpo_vs_dppo" / "summary.md").read_text()
+    assert _verdict(md) == "inconclusive"
+    assert md.count("7 of 8 per-seed contrasts lie within the measure's resolution (±0.00521)") == 2

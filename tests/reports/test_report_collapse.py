@@ -1,12 +1,15 @@
 """Collapse detection is a pure function: pinned cases. A run collapses when its smoothed accuracy ends
-more than DROP below its own start and stays there."""
+below its own start by more than min(DROP, REL_DROP × start) and stays there (for eval accuracy, by at
+least one problem's worth where the eval set's size is known)."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from harness.stats.collapse import detect_collapse, fall_below_start, moving_average
+from harness.reports.data import Run
+from harness.reports.summary import eval_problem
+from harness.stats.collapse import DROP, REL_DROP, detect_collapse, fall_below_start, fall_threshold, moving_average
 
 S = np.arange(8)
 
@@ -70,3 +73,48 @@ def test_earliest_cause_wins_and_short_histories_are_safe():
 
 def test_moving_average_is_trailing():
     assert moving_average([1, 2, 3, 4, 5, 6], 3).tolist() == [1.0, 1.5, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_a_run_that_starts_low_collapses_when_it_loses_half_of_its_start():
+    """Issue 35: a fresh seed fell from 0.078 eval accuracy to 0; a fixed drop of 0.15 could never flag it."""
+    steps = np.arange(0, 12, 2)
+    c = detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.0, 0.0, 0.0]))
+    assert c is not None and c.metric == "eval/accuracy" and c.step == 8  # the 3-evaluation mean: 0.026
+    assert "0.078" in c.reason and "50% of its start" in c.reason
+    fixed_drop_alone = detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.0, 0.0, 0.0]), rel_drop=math.inf)
+    assert fixed_drop_alone is None
+    # lost less than half of its start: not a collapse
+    assert detect_collapse(eval_acc=(steps, [0.078, 0.078, 0.078, 0.05, 0.05, 0.05])) is None
+
+
+def test_a_run_that_starts_high_still_needs_the_fixed_drop():
+    steps = np.arange(6)
+    assert fall_threshold(0.45) == DROP and fall_threshold(0.078) == REL_DROP * 0.078 and fall_threshold(0.0) == 0
+    assert detect_collapse(eval_acc=(steps, [0.45, 0.45, 0.45, 0.36, 0.36, 0.36])) is None  # 0.09 < 0.15
+    c = detect_collapse(eval_acc=(steps, [0.45, 0.45, 0.45, 0.29, 0.29, 0.29]))
+    assert c is not None and "0.15 points" in c.reason
+
+
+def test_a_run_at_zero_cannot_collapse_by_accuracy():
+    assert fall_below_start(np.arange(6), np.zeros(6), window=3) is None
+
+
+def test_a_run_near_zero_that_wobbles_by_one_eval_problem_is_not_a_collapse():
+    """64 eval problems: 1, 1, 1, 0, 2, 1, 0, 1, 0 solved. The 3-evaluation mean ends at 1/192, 2/192 below
+    the start 1/64: more than half of it, but less than one problem's worth, so only noise."""
+    one = 1 / 64
+    solved = np.array([1, 1, 1, 0, 2, 1, 0, 1, 0]) * one
+    steps = np.arange(len(solved))
+    assert detect_collapse(eval_acc=(steps, solved), eval_resolution=one) is None
+    assert detect_collapse(eval_acc=(steps, solved)) is not None  # eval size unknown: the relative rule alone
+    # the one problem it solved is lost for good: a fall of one problem's worth is a collapse
+    lost = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0]) * one
+    assert detect_collapse(eval_acc=(steps, lost), eval_resolution=one).step == 6  # the mean is 0 from step 6
+
+
+def test_eval_problem_is_known_for_the_builtin_trainer_only():
+    def run(**params):
+        return Run("id", "name", "FINISHED", params={k: str(v) for k, v in params.items()})
+    assert eval_problem(run(**{"trainer.name": "builtin", "dataset.eval_size": 64})) == 1 / 64
+    assert eval_problem(run(**{"trainer.name": "verl", "dataset.eval_size": 30})) is None  # avg@k over sets
+    assert eval_problem(run(**{"trainer.name": "builtin"})) is None

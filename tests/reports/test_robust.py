@@ -157,10 +157,11 @@ def _median_tests(values):
 def test_the_sign_tests_p_is_scipys_binomial_test_and_its_interval_covers_the_median():
     d = np.array([0.1, -0.02, 0.05, 0.05, 0.2, -0.1, 0.03, 0.0, 0.07])
     tests = _median_tests(d)
+    beyond = d[d != 0]  # a contrast of 0 is a tie with no evidence either way: dropped
     for theta in (-0.05, 0.0, 0.05):
-        above, below = int(np.sum(d > theta)), int(np.sum(d < theta))  # ties at θ count against both
-        assert tests.p_above(theta) == pytest.approx(stats.binomtest(above, len(d), alternative="greater").pvalue)
-        assert tests.p_below(theta) == pytest.approx(stats.binomtest(below, len(d), alternative="greater").pvalue)
+        above, below = int(np.sum(beyond > theta)), int(np.sum(beyond < theta))  # values at θ count against both
+        assert tests.p_above(theta) == pytest.approx(stats.binomtest(above, len(beyond), alternative="greater").pvalue)
+        assert tests.p_below(theta) == pytest.approx(stats.binomtest(below, len(beyond), alternative="greater").pvalue)
     low, high = tests.interval(0.05)
     assert low <= np.median(d) <= high and low in d and high in d
     few = _median_tests([0.1, 0.2, 0.3])  # 3 seeds cannot bound a median at 1%: the range, or no bound at all
@@ -201,13 +202,15 @@ def test_sign_tests_keep_false_equivalence_and_false_reproduced_at_alpha_under_c
 
 
 def test_sign_tests_decide_a_null_and_an_effect_from_a_few_seeds():
-    """Where a bound on a mean cannot show anything from 16 seeds, the median's sign tests do: a contrast
+    """Where a bound on a mean cannot show anything from 24 seeds, the median's sign tests do: a contrast
     around 0 (SD 0.02) is shown equivalent within ±0.05, one around 0.1 is shown above 0, with a 15%
-    collapse share in both; the exact (Anderson) TOST is printed beside."""
+    collapse share in both; the exact (Anderson) TOST is printed beside. The contrasts are rounded to an
+    accuracy step, so about a fifth of the null's are 0: ties, no evidence either way, which the sign tests
+    drop (16 seeds: equivalence shown in 65% of the studies)."""
     rng = np.random.default_rng(7)
     studies, found = 200, {"equivalent": 0, "greater": 0, "exact equivalent": 0}
     for _ in range(studies):
-        null, effect = (_contrasts_with_median(rng, 16, m, 0.15, sd=0.02) for m in (0.0, 0.1))
+        null, effect = (_contrasts_with_median(rng, 24, m, 0.15, sd=0.02) for m in (0.0, 0.1))
         for name, d, hypothesis, method in (("equivalent", null, "equivalent", "sign"),
                                             ("greater", effect, "greater", "sign"),
                                             ("exact equivalent", null, "equivalent", "exact")):
@@ -215,6 +218,6 @@ def test_sign_tests_decide_a_null_and_an_effect_from_a_few_seeds():
             found[name] += inference.decide(est, hypothesis, 0.05, ALPHA, bounds=(-1.0, 1.0), with_power=False,
                                             method=method).word == inference.REPRODUCED
     rates = {k: v / studies for k, v in found.items()}
-    print(f"decided from 16 seeds: {rates}")
+    print(f"decided from 24 seeds: {rates}")
     assert rates["equivalent"] >= 0.8 and rates["greater"] >= 0.8
     assert rates["exact equivalent"] < 0.2

@@ -12,7 +12,7 @@ from harness.reports.palette import colour
 from harness.reports.registry import ReportKind
 from harness.reports.summary import short_key, summarize
 from harness.reports.thresholds import threshold
-from harness.stats.collapse import DROP, EVAL_WINDOW
+from harness.stats.collapse import DROP, EVAL_WINDOW, REL_DROP, TRAIN_WINDOW
 
 
 def needs(data: SweepData) -> Optional[str]:
@@ -53,9 +53,9 @@ def build(data: SweepData, page: Page) -> None:
     page.heading("All runs")
     page.table(columns, rows, caption="Click a column header to sort. Final = mean of the last "
                f"{EVAL_WINDOW} eval accuracies of a finished run; collapse step from the stability report's detector.", row_classes=classes)
-    page.text(f"Collapse: eval accuracy ({EVAL_WINDOW}-evaluation mean) or train accuracy (5-step mean) ends more "
-              f"than {DROP:g} below the run's own start and stays there, or a non-finite loss / FAILED with a "
-              "non-finite error.",
+    page.text(f"Collapse: eval accuracy ({EVAL_WINDOW}-evaluation mean) or train accuracy ({TRAIN_WINDOW}-step mean) "
+              f"ends below the run's own start by more than {DROP:g} or more than {REL_DROP:.0%} of that start "
+              "(whichever is smaller) and stays there, or a non-finite loss / FAILED with a non-finite error.",
               "method")
     failed = [r for r in runs if r.status in ("FAILED", "KILLED")]
     page.heading("Failed runs")

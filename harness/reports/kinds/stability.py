@@ -16,15 +16,17 @@ from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, PRECISION_STYLES, colour, line_style, shades
 from harness.reports.registry import ReportKind
 from harness.reports.summary import EVAL, summarize, variants, window_mean
-from harness.stats.collapse import DROP, EVAL_WINDOW, TRAIN_WINDOW
+from harness.stats.collapse import DROP, EVAL_WINDOW, REL_DROP, TRAIN_WINDOW
 from harness.stats.intervals import t_interval
 
 METRICS = [("train/mismatch", "mismatch |μ − π'|"), ("train/entropy", "entropy"),
            ("train/grad_norm", "gradient norm"), (EVAL, "eval accuracy")]
 RULE = (f"Collapse rule: eval accuracy averaged over {EVAL_WINDOW} evaluations, or train accuracy averaged over "
-        f"{TRAIN_WINDOW} steps, ends more than {DROP:g} (accuracy points) below the run's own start (the mean of its "
-        "first window) and stays there; or the loss becomes non-finite; or the run FAILED with a non-finite error. "
-        "The step is the first step of that final stretch.")
+        f"{TRAIN_WINDOW} steps, ends below the run's own start (the mean of its first window) by more than "
+        f"{DROP:g} (accuracy points) or more than {REL_DROP:.0%} of that start, whichever is smaller, and stays "
+        "there (so a run that starts low can collapse too; for eval accuracy the fall must also be at least one "
+        "eval problem's worth where the run records its eval set's size); or the loss becomes non-finite; or the "
+        "run FAILED with a non-finite error. The step is the first step of that final stretch.")
 STABLE = ("dppo", "bandpo", "grpo", "grpo_cliphigher", "minirl")  # objectives with a trust region or clip
 
 
