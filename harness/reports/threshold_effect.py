@@ -72,7 +72,8 @@ class ThresholdVerdict:
 
 def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SESOI, alpha: float = 0.05,
            power: float = 0.8, bounds=(0.0, 1.0),
-           collapsed: Optional[Mapping[float, Mapping[object, bool]]] = None) -> ThresholdVerdict:
+           collapsed: Optional[Mapping[float, Mapping[object, bool]]] = None,
+           resolution: float = 0.0) -> ThresholdVerdict:
     """by_value: {threshold value: {seed: outcome}}; values with < 2 seeds take no part in the contrasts.
     collapsed: {threshold value: {seed: collapsed?}} over the runs judged (a run that failed on a non-finite
     loss has no outcome but did collapse); a seed missing there counts as an outcome that did not collapse."""
@@ -85,7 +86,7 @@ def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SE
     width = (bounds[1] - bounds[0]) if None not in bounds else None
     pairs, untestable = [], []
     for a, b in combinations(sorted(usable), 2):
-        est = inference.estimate([usable[a], usable[b]], [1.0, -1.0])
+        est = inference.estimate([usable[a], usable[b]], [1.0, -1.0], resolution=resolution)
         low, high = est.interval(alpha, (-width, width) if width is not None else (None, None))
         p_collapse = rates.p_differ(counts[a], counts[b])
         why = est.untestable(alpha)

@@ -14,7 +14,7 @@ that tell runs apart, and runs with short readable names.
 
     http://127.0.0.1:5000/#/experiments/<id>/runs?viewStateShareKey=harness&workflowType=machine_learning
 
-- A run is named `dppo δ=0.1 s0 @ 04:31:07` (objective, its threshold, precision when not fp32, seed, and
+- A run is named `dppo δ=0.1 s0 @ 04:31:07` (objective, its threshold, precision when not the default bf16, seed, and
   the time of its folder), a sweep's job `dppo δ=0.1 s0 @ 04:35:12 #3` (the sweep folder's time and the
   job's subfolder), so reruns of one config stay apart in the runs table and in `status`; the overrides that
   made it are its description (tag `mlflow.note.content`) and tag `harness.overrides`.
@@ -43,7 +43,7 @@ PARAM_COLUMNS = ("algo.name", "algo.delta", "algo.relax_alpha", "algo.eps", "pre
 METRIC_COLUMNS = ("eval/accuracy", "eval/best_accuracy", "train/reward")
 # An objective's threshold parameters, as the papers write them.
 SYMBOLS = (("delta", "δ"), ("relax_alpha", "α"), ("eps", "ε"), ("trunc_c", "c"))
-DEFAULT_PRECISION = "fp32"
+DEFAULT_PRECISION = "bf16"  # conf/config.yaml's default precision: not repeated in every run name
 CLOCK = re.compile(r"(?:^|[_T])(\d{2})-(\d{2})-(\d{2})(?:-\d+)?$")  # Hydra's H-M-S[-µs], a sweep's date_H-M-S
 
 
@@ -114,7 +114,7 @@ def folder_label(run_dir: Path, sweep_dir: Optional[str] = None) -> str:
 
 def display_name(cfg: DictConfig, folder: str = "") -> str:
     """`dppo δ=0.1 s0 @ 04:31:07`: the objective, its threshold (a relaxation α only when on), the precision
-    when not fp32, the seed, and `folder` (`folder_label`) when given."""
+    when not the default (bf16), the seed, and `folder` (`folder_label`) when given."""
     algo = cfg.algo
     parts = [str(algo.name)]
     for key, symbol in SYMBOLS:

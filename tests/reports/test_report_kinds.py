@@ -47,7 +47,8 @@ def test_sensitivity_states_method_and_verdict(real_sweeps, built):
     assert "Student-t interval" in md and "t(0.975, n−1)" in md
     assert "**dppo: " in md and "**drpo: " in md
     assert "| dppo | δ | 0.1 | 2 |" in md and "| drpo | δ | 0.2 | 2 |" in md
-    assert "SESOI ±0.05 accuracy, α 0.05, power target 0.8" in md  # declared defaults (not a named sweep)
+    assert "SESOI ±0.05 accuracy (the harness's default" in md and "α 0.05, power target 0.8" in md  # not a named sweep
+    assert "## What the threshold did" in md and "| dppo | δ=0.1 | 2 |" in md
     verdicts = [line for line in md.splitlines() if line.startswith("**dppo: ") or line.startswith("**drpo: ")]
     assert len(verdicts) == 2 and all(any(w in v for w in ("sensitive", "insensitive", "undecided")) for v in verdicts)
     assert "| dppo | δ=0.1 − δ=0.2 | 2 |" in md  # the pairwise contrast, paired over the 2 seeds
@@ -161,3 +162,34 @@ def test_cli_errors_are_one_line(capsys):
     assert err.count("\n") == 0 and "'nope' is not a report kind; known: overview, sensitivity" in err
     assert main([]) == 0 and "sweeps under" in capsys.readouterr().out  # no target: lists the sweeps here
     assert main(["--list"]) == 0 and "geometry" in capsys.readouterr().out
+
+
+def test_sensitivity_says_what_the_threshold_did(shared_store, tmp_path, capsys):
+    """Beside the verdict: the masked share, gradient weights, mismatch and collapses per δ, from the runs'
+    histories; a line where δ barely acts, where the rollout has no real mismatch, and where δ is off the
+    objective's paper scale (DRPO: 12.5); a collapsed run counts in its δ's collapse rate."""
+    uri, _ = shared_store
+    steps = [1, 2, 3, 4]
+
+    def acted(masked, mismatch, seed, collapsed=False):
+        accuracy = [0.45, 0.5, 0.1, 0.05, 0.05] if collapsed else [0.45, 0.5, 0.55 + 0.01 * seed, 0.6, 0.6]
+        return {"eval/accuracy": ([0, 5, 10, 15, 20], accuracy),
+                "objective/masked_frac": (steps, [masked] * 4), "train/mismatch": (steps, [mismatch] * 4),
+                "objective/weight_mean": (steps, [0.9] * 4), "objective/weight_min": (steps, [-0.5, -0.3, -0.5, -0.3]),
+                "objective/weight_max": (steps, [2.0] * 4)}
+    runs = [FakeRun("drpo", {"delta": d}, seed=s, metrics=acted(m, 1e-8, s)) for d, m in ((0.1, 0.03), (0.2, 0.004))
+            for s in range(3)]
+    runs.append(FakeRun("drpo", {"delta": 0.2}, seed=3, metrics=acted(0.004, 1e-8, 3, collapsed=True)))
+    write_sweep(uri, runs, "2026-05-07/00-00-00-000000", steps=20, eval_every=2)
+    out = tmp_path / "reports"
+    assert main(["2026-05-07/00-00-00-000000", "--tracking-uri", uri, "--out", str(out), "--kind", "sensitivity"]) == 0, \
+        capsys.readouterr().err
+    sens = (out / "sensitivity" / "summary.md").read_text()
+    assert "## What the threshold did" in sens
+    assert "| drpo | δ=0.1 | 3 | 3.00% | 0.900 [-0.400, 2.000] | 1e-08 | 0/3 |" in sens
+    assert "| drpo | δ=0.2 | 4 | 0.40% | 0.900 [-0.400, 2.000] | 1e-08 | 1/4 |" in sens
+    assert "drpo: at δ=0.2 (0.40%) the objective stopped pushing fewer than 1% of tokens" in sens
+    assert "drpo: the rollout's mismatch with the trainer is float noise" in sens
+    assert "drpo: δ = 0.1, 0.2 is off the paper's scale (δ = 12.5" in sens
+    assert "Declared: SESOI ±0.05 accuracy (the harness's default" in sens
+    assert "drpo: undecided to δ" in sens and "(0/3, 1/4 collapsed)" in sens

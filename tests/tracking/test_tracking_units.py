@@ -68,11 +68,11 @@ def test_server_refuses_bad_arguments(tmp_path):
 def test_run_names_are_short_and_readable():
     from harness.tracking.ui import display_name
 
-    def cfg(algo, precision="fp32", seed=0):
+    def cfg(algo, precision="bf16", seed=0):  # the default precision is left out of the name
         return OmegaConf.create({"algo": algo, "precision": {"name": precision}, "seed": seed})
 
     assert display_name(cfg({"name": "dppo", "delta": 0.1, "anchor": "rollout"})) == "dppo δ=0.1 s0"
-    assert display_name(cfg({"name": "grpo", "relax_alpha": 0.0}, "bf16", 3)) == "grpo bf16 s3"
+    assert display_name(cfg({"name": "grpo", "relax_alpha": 0.0}, "fp32", 3)) == "grpo fp32 s3"
     assert display_name(cfg({"name": "grpo", "relax_alpha": 0.1})) == "grpo α=0.1 s0"
     assert display_name(cfg({"name": "spo", "eps": 12.5}, seed=2)) == "spo ε=12.5 s2"
     assert display_name(cfg({"name": "dppo", "delta": 0.15}), "04:31:07") == "dppo δ=0.15 s0 @ 04:31:07"

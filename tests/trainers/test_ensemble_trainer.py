@@ -21,7 +21,9 @@ MIXED = [(algo, delta, seed) for algo in ("dppo", "drpo") for delta in (0.1, 0.2
 
 
 def spec(tmp: Path, cache: Path, algo: str, delta: float, seed: int, *extra: str):
-    overrides = [f"output_root={tmp}", f"cache_dir={cache}", "debug=quick", "trainer.steps=3",
+    # two mini-batches: the failing member's call count and the tolerance (ratios drift further, and float
+    # rounding with them, over the default 8 stale mini-batches) were set there
+    overrides = [f"output_root={tmp}", f"cache_dir={cache}", "debug=quick", "trainer.steps=3", "trainer.mini_batches=2",
                  "trainer.checkpoint_every=100", f"algo={algo}", f"delta={delta}", f"seed={seed}", *extra]
     return validate(compose(overrides), overrides)
 
@@ -50,7 +52,9 @@ def assert_close_records(a: list, b: list, tolerance: float = 1e-4, at_least: in
 
 @pytest.mark.slow
 def test_each_member_of_a_mixed_ensemble_logs_what_it_logs_alone(tmp_path, warm_cache):
-    specs = [spec(tmp_path, warm_cache, *variant) for variant in MIXED]
+    # fp32: a bf16 rollout's batched kernels round by the ensemble's shape (1.1e-4 on objective/ratio_max at
+    # step 3 with 12 members), beyond this test's 1e-4; the other tests here run the default bf16
+    specs = [spec(tmp_path, warm_cache, *variant, "precision=fp32") for variant in MIXED]
     train(specs, tmp_path / "ensemble")
     for k in (0, 5, 7, 11):  # both objectives, every δ, both seeds; each alone costs a process's worth of time
         train([specs[k]], tmp_path / f"alone{k}")

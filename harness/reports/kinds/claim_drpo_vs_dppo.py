@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from harness.reports import claims, plots, threshold_effect
+from harness.reports import claims, plots, threshold_action, threshold_effect
 from harness.reports.data import SweepData, fmt
 from harness.reports.kinds.sensitivity import design_of
 from harness.reports.kinds.sensitivity import verdict as sensitivity_verdict
-from harness.reports.outcomes import per_seed
+from harness.reports.outcomes import per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
@@ -44,8 +44,10 @@ def build(data: SweepData, page: Page) -> None:
         if len(by_delta) < 2:
             continue
         outcomes = {d: per_seed(data, m, "final_accuracy", k) for d, m in by_delta.items()}
-        lines.append(f"{objective}: " + sensitivity_verdict(threshold_effect.decide(outcomes, sesoi, alpha, power),
-                                                            "δ", power))
+        result = threshold_effect.decide(outcomes, sesoi, alpha, power,
+                                         collapsed=threshold_action.collapses(data, by_delta),
+                                         resolution=resolution(runs, "final_accuracy", (1.0, -1.0), k))
+        lines.append(f"{objective}: " + sensitivity_verdict(result, "δ", power))
     if lines:
         page.heading(f"Sensitivity to δ (the sensitivity report's rule, SESOI ±{sesoi:g}; not part of the claim's "
                      "verdict)")

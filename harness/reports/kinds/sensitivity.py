@@ -8,10 +8,10 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from harness.config.yaml_errors import YAML_READ_ERRORS
-from harness.reports import plots, threshold_effect
+from harness.reports import plots, threshold_action, threshold_effect
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.decisions import spec_for
-from harness.reports.outcomes import per_seed
+from harness.reports.outcomes import per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, colour, shades
 from harness.reports.registry import ReportKind
@@ -22,9 +22,13 @@ from harness.stats.intervals import T_METHOD, t_interval
 MARKERS = "osD^v<>"
 
 VERDICT_RULE = ("Verdict per objective (harness/reports/threshold_effect.py): every pair of threshold values is a "
-                "contrast of mean final accuracy, paired over the seeds both share. Sensitive: some pair differs by "
-                "more than the SESOI (|c| > SESOI shown, Holm over the pairs). Insensitive: every pair shown within "
-                "±SESOI (two one-sided tests; all must hold, so no correction). Sensitive (size undecided): a "
+                "contrast of mean final accuracy, paired over the seeds both share, and a comparison of their "
+                "collapse rates (Fisher's exact test). Sensitive: some pair differs by more than the SESOI (|c| > "
+                "SESOI shown) or collapses at a different rate, Holm over both. Insensitive: every pair shown within "
+                "±SESOI (two one-sided tests) and every value's collapse rate shown below SESOI / depth (an exact "
+                "binomial test; depth = the mean final accuracy of the runs that did not collapse, the most a "
+                "collapse can take from a run): a collapse too rare for the seeds to show could otherwise move a "
+                "mean by more than the SESOI. All must hold, so no correction. Sensitive (size undecided): a "
                 "difference is shown (Holm), its size against the SESOI is not. Undecided: none of these; the page "
                 "gives the seeds per value that the power target needs and the command that runs them.")
 
@@ -42,6 +46,11 @@ def needs(data: SweepData) -> Optional[str]:
     return "needs an objective run at ≥ 2 values of its threshold (δ, or ε for SPO), e.g. delta=0.1,0.2"
 
 
+DEFAULT_SOURCE = ("the harness's default (harness/reports/threshold_effect.py): five problems in a hundred of the "
+                  "evaluation set, the smallest change in accuracy a reader of these toy runs would act on; a named "
+                  "sweep declares its own in its design")
+
+
 def design_of(data: SweepData) -> Tuple[float, float, float, int]:
     """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults."""
     spec = spec_for(data)
@@ -49,6 +58,13 @@ def design_of(data: SweepData) -> Tuple[float, float, float, int]:
         return threshold_effect.DEFAULT_SESOI, 0.05, 0.8, LAST_K
     d = spec.design
     return d.sesoi if d.sesoi is not None else threshold_effect.DEFAULT_SESOI, d.alpha, d.power, d.last_k
+
+
+def sesoi_source(data: SweepData) -> str:
+    spec = spec_for(data)
+    if spec is None or spec.design.sesoi is None:
+        return DEFAULT_SOURCE
+    return f"the design of the named sweep {spec.name} (sweeps/{spec.name}.yaml)"
 
 
 def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float = 0.8) -> str:
@@ -97,9 +113,9 @@ def build(data: SweepData, page: Page) -> None:
               "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
     sesoi, alpha, power, last_k = design_of(data)
-    page.text(f"Declared: SESOI ±{sesoi:g} accuracy, α {alpha:g}, power target {power:g}; final accuracy = mean of "
-              f"the last {last_k} evaluations.", "method")
-    rows, verdicts, pair_rows, decided = [], [], [], []
+    page.text(f"Declared: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}), α {alpha:g}, power target {power:g}; "
+              f"final accuracy = mean of the last {last_k} evaluations.", "method")
+    rows, verdicts, pair_rows, decided, action_rows, caveats = [], [], [], [], [], []
     for (objective, name), members in groups.items():
         symbol = threshold(members[0])[1]
         by_value: Dict[float, List[Run]] = {}
@@ -123,7 +139,12 @@ def build(data: SweepData, page: Page) -> None:
                 page.missing(f"{name} {symbol}={fmt(value)}: one finished seed — no confidence interval.")
             rows.append([name, symbol, value, final.n, final.mean, _ci(final), best.mean, _ci(best)])
         outcomes = {v: per_seed(data, runs, "final_accuracy", last_k) for v, runs in by_value.items()}
-        result = threshold_effect.decide(outcomes, sesoi, alpha, power)
+        result = threshold_effect.decide(outcomes, sesoi, alpha, power,
+                                         collapsed=threshold_action.collapses(data, by_value),
+                                         resolution=resolution(members, "final_accuracy", (1.0, -1.0), last_k))
+        acts = threshold_action.actions(data, by_value)
+        action_rows += [threshold_action.row(name, symbol, a) for a in acts]
+        caveats += threshold_action.caveats(objective, name, symbol, acts)
         verdicts.append(f"{name}: " + verdict(result, symbol, power))
         decided.append((objective, name, symbol, result))
         for pair in result.pairs:
@@ -141,6 +162,14 @@ def build(data: SweepData, page: Page) -> None:
                                  for r in undecided))
         page.text(f"Undecided: run {want} fresh seeds as a new design, reported on its own, with: "
                   f"{missing_seeds_command(data, want)}")
+    page.heading("What the threshold did")
+    page.text("Per threshold value, over the runs above: the share of tokens the objective stopped pushing in their "
+              "advantage's direction (gradient weight ≤ 0: masked or clipped; objective/masked_frac, mean over "
+              "training), the gradient weight G/(r·A) (objective/weight_*), the rollout engine's mismatch with the "
+              "trainer (train/mismatch, mean |μ − π'| per token) and the runs that collapsed.")
+    page.table(threshold_action.HEADER, action_rows)
+    for line in caveats:
+        page.text(line)
     page.heading("Pairwise differences")
     if not pair_rows:
         page.text("No two threshold values have 2 or more finished seeds each: nothing to compare yet.")
