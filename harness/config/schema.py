@@ -40,6 +40,9 @@ class PrecisionConfig:
     # Emulation strength: the rollout weights are w + mismatch_scale·(q(w) − w), q = this precision's
     # rounding. 1 is the real rounding; > 1 magnifies the training-inference mismatch a tiny model shows.
     mismatch_scale: float = 1.0
+    # How the rollout engine takes the trainer's weights at each step: full (a fresh copy, rounded) or delta
+    # (its own rounded copy moved by the trainer's change since the last sync: rounding errors accumulate).
+    weight_sync: str = "full"
 
 
 @dataclass

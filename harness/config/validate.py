@@ -93,6 +93,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     precisions = group_options("precision")
     _check(cfg, "precision.name", lambda v: v in precisions, f"one of {', '.join(precisions)}")
     _check(cfg, "precision.mismatch_scale", lambda v: v >= 0, "must be >= 0 (1 = the precision's real rounding)")
+    _check(cfg, "precision.weight_sync", lambda v: v in ("full", "delta"),
+           "one of full, delta (delta: the rollout engine applies the trainer's weight changes to its own rounded copy)")
     _check(cfg, "experiment_name", lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name")
     _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
     uri, source = cfg.tracking.uri, "tracking.uri"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mlflow_store import runs_of
@@ -47,6 +48,10 @@ def test_main_command_runs_48_learning_runs_and_decides(run_harness):
     assert len(verdicts) == 2, verdicts
     # A test of the harness, not of the training outcome: a verdict may be undecided, and then the page says how
     # many fresh seeds would decide it (more than the 8 it had) and the command that runs them.
+    # the page's account of what δ did is the runs' own: DPPO's masked share at δ = 0.1, mean over training
+    masked = [m.value for r in runs if r.data.params["algo.name"] == "dppo" and float(r.data.params["algo.delta"]) == 0.1
+              for m in client.get_metric_history(r.info.run_id, "objective/masked_frac") if m.step > 0]
+    assert f"| dppo | δ=0.1 | 8 | {np.mean(masked):.2%} |" in summary, summary
     if any("undecided" in line for line in verdicts):
         wanted = re.search(r"Undecided: run (\d+) fresh seeds", summary)
         assert wanted and int(wanted.group(1)) > 8 and "python -m harness multirun" in summary, summary

@@ -105,15 +105,18 @@ def test_a_failing_member_ends_alone_and_the_others_are_unchanged(tmp_path, warm
     assert max(r["step"] for r in records(tmp_path / "broken" / "1")) == 1
 
 
-def test_an_ensemble_resumes_exactly_and_a_members_checkpoint_resumes_alone(tmp_path, warm_cache):
+@pytest.mark.parametrize("sync", ["full", "delta"])
+def test_an_ensemble_resumes_exactly_and_a_members_checkpoint_resumes_alone(tmp_path, warm_cache, sync):
     """Checkpoints are per member, in the solo format: an ensemble stopped after step 2 resumes every member to
-    exactly what the uninterrupted ensemble logged, and a member's checkpoint also continues as a run alone."""
+    exactly what the uninterrupted ensemble logged, and a member's checkpoint also continues as a run alone.
+    With delta weight sync the checkpoint carries the rollout engine's own drifted weights."""
     variants = (("dppo", 0.1, 0), ("drpo", 0.2, 1))
-    train([spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2") for v in variants], tmp_path / "full")
-    train([spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2", "trainer.steps=2") for v in variants],
+    sync_ = f"precision.weight_sync={sync}"
+    train([spec(tmp_path, warm_cache, *v, sync_, "trainer.checkpoint_every=2") for v in variants], tmp_path / "full")
+    train([spec(tmp_path, warm_cache, *v, sync_, "trainer.checkpoint_every=2", "trainer.steps=2") for v in variants],
           tmp_path / "cut")
-    resumed = [spec(tmp_path, warm_cache, *v, "trainer.checkpoint_every=2", f"trainer.resume={tmp_path / 'cut' / str(k)}")
-               for k, v in enumerate(variants)]
+    resumed = [spec(tmp_path, warm_cache, *v, sync_, "trainer.checkpoint_every=2",
+                    f"trainer.resume={tmp_path / 'cut' / str(k)}") for k, v in enumerate(variants)]
     train(resumed, tmp_path / "resumed")
     train(resumed[1:], tmp_path / "alone")
     for k in range(2):

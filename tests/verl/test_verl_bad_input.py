@@ -18,6 +18,7 @@ CASES = [
      "trainer.verl.data.train: '/nonexistent/dapo.parquet' does not exist (dataset=dapo_math)"),
     (["trainer.verl.data.eval={aime2024: [/no/aime.jsonl]}"], "trainer.verl.data.eval.aime2024: '/no/aime.jsonl'"),
     (["dataset=sorting"], "dataset='sorting' has no data for trainer=verl"),
+    (["precision.weight_sync=delta"], "precision.weight_sync=delta is not allowed with trainer=verl"),
     (["algo=dppo", "algo.divergence=topk_tv"], "algo.divergence='topk_tv' is not allowed with trainer=verl"),
     (["trainer.mini_batches=3"], "trainer.mini_batches=3 is not allowed: must divide trainer.prompts_per_step=128"),
     (["trainer.prompts_per_step=12", "trainer.mini_batches=4", "trainer.group_size=2"],

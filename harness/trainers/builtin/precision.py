@@ -34,6 +34,7 @@ class PrecisionSpec:
     fp8_rollout: bool
     fp8_train: bool
     mismatch_scale: float = 1.0
+    weight_sync: str = "full"  # full | delta (see `engine_target`)
 
 
 PRECISIONS: dict[str, PrecisionSpec] = {
@@ -48,14 +49,31 @@ PRECISIONS: dict[str, PrecisionSpec] = {
 }
 
 
-def precision_spec(name: str, mismatch_scale: float = 1.0) -> PrecisionSpec:
-    """The registered PrecisionSpec called `name` (with the given emulation strength); ValueError naming the
-    allowed names otherwise."""
+WEIGHT_SYNCS = ("full", "delta")
+
+
+def precision_spec(name: str, mismatch_scale: float = 1.0, weight_sync: str = "full") -> PrecisionSpec:
+    """The registered PrecisionSpec called `name` (with the given emulation strength and weight sync);
+    ValueError naming the allowed values otherwise."""
     if name not in PRECISIONS:
         raise ValueError(f"precision={name!r} is unknown; allowed: {sorted(PRECISIONS)}")
     if mismatch_scale < 0:
         raise ValueError(f"precision.mismatch_scale={mismatch_scale} must be >= 0")
-    return replace(PRECISIONS[name], mismatch_scale=float(mismatch_scale))
+    if weight_sync not in WEIGHT_SYNCS:
+        raise ValueError(f"precision.weight_sync={weight_sync!r} is not allowed; allowed: {', '.join(WEIGHT_SYNCS)}")
+    return replace(PRECISIONS[name], mismatch_scale=float(mismatch_scale), weight_sync=weight_sync)
+
+
+def engine_target(master: torch.Tensor, engine: torch.Tensor, synced_from) -> torch.Tensor:
+    """What the rollout engine's copy of a weight should hold before its rounding, in float32.
+
+    Full sync (`synced_from` None): the trainer's weight. Delta sync: the engine's own low-precision weight
+    moved by the trainer's change since the last sync, as engines that receive weight deltas apply them; a
+    change smaller than half the engine's rounding step is lost, and rounding errors add up over syncs
+    instead of being reset, so the mismatch grows over training."""
+    if synced_from is None:
+        return master
+    return engine.float() + (master - synced_from)
 
 
 def fp8_quant_dequant(weight: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Dict, Optional
 
 import numpy as np
 import torch
@@ -18,7 +19,8 @@ import torch.nn.functional as F
 from harness.trainers.builtin import fast_decode
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.policy import cache_argument
-from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant, fp8_quantised_linear_names
+from harness.trainers.builtin.precision import (PrecisionSpec, engine_target, fp8_quant_dequant,
+                                                fp8_quantised_linear_names)
 from harness.trainers.builtin.tokenizer import encode_batch
 
 
@@ -58,6 +60,7 @@ class RolloutEngine:
             parameter.data = parameter.data.to(spec.rollout_dtype)
         self._parameters = dict(self.policy.named_parameters())
         self._fp8_names = set(fp8_quantised_linear_names(self.policy)) if spec.fp8_rollout else set()
+        self._synced_from: Dict[str, torch.Tensor] = {}  # delta sync: the trainer's weights at the last sync
         self.pad_token_id = self.policy.config.pad_token_id
         self.eos_token_id = self.policy.config.eos_token_id
         self._cache_argument = cache_argument(self.policy)
@@ -82,12 +85,29 @@ class RolloutEngine:
             if name not in self._parameters:
                 raise KeyError(f"sync: trainer parameter {name!r} has no counterpart in the rollout engine")
             target = self._parameters[name]
-            rounded = fp8_quant_dequant(source.float()) if name in self._fp8_names else source
+            master = source.detach().float()
+            value = engine_target(master, target, self._synced_from.get(name))
+            if self.spec.weight_sync == "delta":
+                self._synced_from[name] = master.clone()
+            rounded = fp8_quant_dequant(value) if name in self._fp8_names else value
             if self.spec.mismatch_scale != 1.0:
-                master = source.float()
-                error = rounded.to(target.dtype).float() - master
-                rounded = master + self.spec.mismatch_scale * error
+                rounded = value + self.spec.mismatch_scale * (rounded.to(target.dtype).float() - value)
             target.copy_(rounded)
+
+    def sync_state(self) -> Optional[Dict[str, Dict[str, torch.Tensor]]]:
+        """What a checkpoint needs to continue a delta-synced engine exactly (None for full sync)."""
+        if self.spec.weight_sync != "delta" or not self._synced_from:
+            return None
+        return {"weights": {n: p.detach().clone() for n, p in self._parameters.items()},
+                "synced_from": {n: t.clone() for n, t in self._synced_from.items()}}
+
+    @torch.no_grad()
+    def load_sync_state(self, state: Optional[Dict[str, Dict[str, torch.Tensor]]]) -> None:
+        if not state or self.spec.weight_sync != "delta":
+            return
+        for name, weight in state["weights"].items():
+            self._parameters[name].copy_(weight)
+        self._synced_from = {n: t.float().clone() for n, t in state["synced_from"].items()}
 
     def _lean_decoder(self):
         """The engine's `fast_decode.LeanQwen3` (built once; it reads the parameters by reference), or None

@@ -55,7 +55,9 @@ class BuiltinTrainer:
         torch.manual_seed(cfg.seed)
         self.tokenizer = build_tokenizer()
         self.task = build_task(cfg.dataset)
-        self.precision = precision_spec(cfg.precision.name, cfg.precision.get("mismatch_scale", 1.0))
+        self.precision = precision_spec(cfg.precision.name, cfg.precision.get("mismatch_scale", 1.0),
+                                        cfg.precision.get("weight_sync", "full"))
+        engine_state = None
         self.model = build_model(cfg.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
         params = {k: v for k, v in OmegaConf.to_container(cfg.algo, resolve=True).items() if k != "name"}
         self.objective = build_objective(cfg.algo.name, **params)
@@ -68,21 +70,26 @@ class BuiltinTrainer:
         self.best_eval = -math.inf
         source = ("trainer.resume", self.t.resume) if self.t.resume else ("trainer.branch_from", self.t.get("branch_from"))
         if source[1]:
-            self._restore(load_checkpoint(source[1], source[0]))
+            state = load_checkpoint(source[1], source[0])
+            self._restore(state)
+            engine_state = state.get("rollout_engine") if source[0] == "trainer.resume" else None
         else:
             stats = warm_start(self.model, self.tokenizer, self.task, self.t.warmstart,
                                cache_dir=cache_folder(self.cfg), seed=self.t.warmstart.seed)
             tracker.log_metrics({k: float(v) for k, v in stats.items()}, step=0)
             run_log.info("warm start: %s", ", ".join(f"{k.split('/')[-1]}={float(v):.4g}" for k, v in stats.items()))
         self.engine = RolloutEngine.from_model(self.model, self.precision)
+        self.engine.load_sync_state(engine_state)
         self.on_eval = pruning_hook(cfg)  # None unless this run is an Optuna trial
         self.eval_problems = self.task.eval_set()
 
     # -- state ---------------------------------------------------------------------------------------
     def _state(self) -> Dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "data_rng": self.data_rng.bit_generator.state, "sample_gen": self.sample_gen.get_state(),
-                "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": self.best_eval}
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "data_rng": self.data_rng.bit_generator.state, "sample_gen": self.sample_gen.get_state(),
+                 "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": self.best_eval}
+        engine = self.engine.sync_state()
+        return state if engine is None else {**state, "rollout_engine": engine}
 
     def _restore(self, state: Dict) -> None:
         self.model.load_state_dict(state["model"])

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from harness.trainers.builtin.precision import PrecisionSpec, fp8_quant_dequant
+from harness.trainers.builtin.precision import PrecisionSpec, engine_target, fp8_quant_dequant
 from harness.trainers.builtin.rollout import Rollout
 from harness.trainers.ensemble.stacked_model import StackedQwen3, member_rows
 
@@ -27,22 +27,42 @@ class StackedRollout:
         self.scales = torch.tensor([float(s) for s in mismatch_scales], dtype=torch.float32)
         self.weights: Dict[str, torch.Tensor] = {
             name: torch.empty_like(model.param(name), dtype=spec.rollout_dtype) for name in model.names}
+        self.synced_from: Dict[str, torch.Tensor] = {}  # delta sync: the trainer's weights [M, ...] at the last sync
         self.sync()
 
     @torch.no_grad()
     def sync(self) -> None:
         """Copy the trainer's current weights in, cast/quantised per member as the solo engine's `sync`."""
         for name in self.model.names:
-            source = self.model.param(name).detach()
+            master = self.model.param(name).detach().float()
             target = self.weights[name]
-            rounded = fp8_quant_dequant(source.float()) if self.spec.fp8_rollout and name in self.model.linear_names \
-                else source
-            scales = self.scales.view(-1, *([1] * (source.dim() - 1)))
+            value = engine_target(master, target, self.synced_from.get(name))
+            if self.spec.weight_sync == "delta":
+                self.synced_from[name] = master.clone()
+            rounded = fp8_quant_dequant(value) if self.spec.fp8_rollout and name in self.model.linear_names \
+                else value
+            scales = self.scales.view(-1, *([1] * (master.dim() - 1)))
             if bool((self.scales != 1.0).any()):
-                master = source.float()
-                magnified = master + scales * (rounded.to(target.dtype).float() - master)
+                magnified = value + scales * (rounded.to(target.dtype).float() - value)
                 rounded = torch.where(scales == 1.0, rounded.to(target.dtype).float(), magnified)
             target.copy_(rounded)
+        self._fuse()
+
+    def member_sync_state(self, k: int) -> Optional[Dict[str, Dict[str, torch.Tensor]]]:
+        """Member k's share of what a delta-synced engine needs to continue exactly (the solo engine's
+        `sync_state` format; None for full sync)."""
+        if self.spec.weight_sync != "delta" or not self.synced_from:
+            return None
+        return {"weights": {n: w[k].clone() for n, w in self.weights.items()},
+                "synced_from": {n: t[k].clone() for n, t in self.synced_from.items()}}
+
+    @torch.no_grad()
+    def load_member_sync_state(self, k: int, state: Optional[Dict[str, Dict[str, torch.Tensor]]]) -> None:
+        if not state or self.spec.weight_sync != "delta":
+            return
+        for name, weight in state["weights"].items():
+            self.weights[name][k].copy_(weight)
+            self.synced_from[name][k].copy_(state["synced_from"][name])
         self._fuse()
 
     def _fuse(self) -> None:

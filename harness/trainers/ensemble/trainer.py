@@ -63,7 +63,8 @@ class EnsembleTrainer:
         torch.set_num_threads(int(threads or self.t.torch_threads))
         self.tokenizer = build_tokenizer()
         self.task = build_task(first.dataset)
-        self.precision = precision_spec(first.precision.name)
+        self.precision = precision_spec(first.precision.name, weight_sync=first.precision.get("weight_sync", "full"))
+        self._engine_states: Dict[int, Dict] = {}  # member -> its checkpoint's delta-synced engine weights
         template = build_model(first.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
         self.model = StackedQwen3(template, len(self.members))
         self.params = self.model.ordered_parameters()
@@ -86,6 +87,8 @@ class EnsembleTrainer:
         self.step = steps.pop()
         scales = [float(m.spec.precision.get("mismatch_scale", 1.0)) for m in self.members]
         self.engine = StackedRollout(self.model, self.precision, scales)
+        for index, engine_state in self._engine_states.items():
+            self.engine.load_member_sync_state(index, engine_state)
         self.eval_problems = self.task.eval_set()
         self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members]).view(-1, 1, 1, 1)
 
@@ -119,15 +122,19 @@ class EnsembleTrainer:
         member.data_rng.bit_generator.state = state["data_rng"]
         member.sample_gen.set_state(state["sample_gen"])
         member.best_eval = state["best_eval"]
+        if source[0] == "trainer.resume" and state.get("rollout_engine"):  # a branch starts its engine afresh
+            self._engine_states[member.index] = state["rollout_engine"]
         self.step_of[member.index] = int(state["step"])
         log.info("member %d resumed from step %d", member.index, state["step"])
 
     def member_state(self, member: Member) -> Dict:
         """Member's checkpoint, in the solo trainer's format."""
-        return {"model": self.model.member_state_dict(member.index),
-                "optimizer": member_optimizer_state(self.optimizer, self.params, member.index),
-                "data_rng": member.data_rng.bit_generator.state, "sample_gen": member.sample_gen.get_state(),
-                "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": member.best_eval}
+        state = {"model": self.model.member_state_dict(member.index),
+                 "optimizer": member_optimizer_state(self.optimizer, self.params, member.index),
+                 "data_rng": member.data_rng.bit_generator.state, "sample_gen": member.sample_gen.get_state(),
+                 "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": member.best_eval}
+        engine = self.engine.member_sync_state(member.index)
+        return state if engine is None else {**state, "rollout_engine": engine}
 
     def member_model(self, index: int):
         """Member `index`'s current weights in a transformers Qwen3ForCausalLM (an export, not a view)."""

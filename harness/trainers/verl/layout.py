@@ -121,6 +121,9 @@ def precision(cfg, options: VerlOptions) -> Precision:
     if name not in PRECISIONS:
         raise ValueError(f"precision={name!r} is not allowed with trainer=verl: one of {', '.join(PRECISIONS)}")
     p = PRECISIONS[name]
+    if cfg.precision.get("weight_sync", "full") != "full":
+        raise ValueError(f"precision.weight_sync={cfg.precision.weight_sync} is not allowed with trainer=verl: verl "
+                         "loads the actor's full weights into its rollout engine at every step; one of full")
     if p.train_dtype == "fp8" and options.strategy != "megatron":
         raise ValueError(f"precision={name} is not allowed with trainer.verl.strategy={options.strategy}: FP8 "
                          f"training needs strategy=megatron (TransformerEngine)")
