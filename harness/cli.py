@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -174,40 +174,42 @@ def run_cli(argv: List[str]) -> int:
     return _launch(lambda: _run_one(jobs[0]), multirun)
 
 
-def _run_one(job) -> None:
+def _run_one(job) -> Any:
+    """The run's JobReturn (None for a plan printed instead)."""
     from harness.launchers import results
     from harness.launchers.preflight import check_jobs, print_dry_run
     from hydra_plugins.harness_launcher.single_run import run_single
 
     if print_dry_run([job]):  # the plan only: nothing is checked against the cluster or started
-        return
+        return None
     check_jobs([job], multirun=False)
     notice(f"starting run {results.run_name(job.overrides) or job.spec.algo.name} (loading torch, mlflow)…")
-    run_single(job.config, job.spec)
+    return run_single(job.config, job.spec)
 
 
 def _launch(start, multirun: bool) -> int:
-    """Run a single run or Hydra, and end with the runs' summary and a truthful exit code."""
-    from harness.launchers import job, results, where
+    """Run a single run or Hydra (`start` returns what the run or sweep returned), and end with the runs'
+    summary and a truthful exit code."""
+    from harness.launchers import job, job_returns, results, where
     from harness.infra.refused import Refused
 
-    results.RESULTS.clear()
     try:
-        start()
+        returned = start()
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
         reason = str(err) or "interrupted (Ctrl-C)"
         print(f"harness: stopped: {reason}; the run in progress is recorded as KILLED", file=sys.stderr)
         return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
-    if multirun and results.RESULTS:
-        print(results.summarize(results.RESULTS))
-        sweep_dir = where.sweep_folder(results.RESULTS)
+    ended = job_returns.job_results(returned)
+    if multirun and ended:
+        print(results.summarize(ended))
+        sweep_dir = where.sweep_folder(ended)
         if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
             print(where.sweep_where(sweep_dir))
-    elif results.RESULTS and results.RESULTS[-1].status != "SUBMITTED":
-        print(where.run_where(results.RESULTS[-1]))
-    return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in results.RESULTS) else 0
+    elif ended and ended[-1].status != "SUBMITTED":
+        print(where.run_where(ended[-1]))
+    return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in ended) else 0
 
 
 def print_job_configs(jobs, multirun: bool) -> None:
@@ -238,19 +240,8 @@ def _prints_job_config_only(args) -> bool:
             and not args.experimental_rerun and not args.run)
 
 
-def _run_hydra(hydra_argv: List[str]) -> None:
-    import hydra
+def _run_hydra(hydra_argv: List[str]) -> Any:
+    """What the run or sweep Hydra started returned (None for a command that runs nothing)."""
+    from hydra_plugins.harness_launcher.app import run_hydra
 
-    from harness.config.schema import register_schemas
-    from harness.launchers.job import run_job
-    from hydra_plugins.harness_launcher import register_with_hydra
-
-    register_schemas()
-    register_with_hydra()
-    entry = hydra.main(version_base="1.3", config_path="pkg://harness.conf", config_name="config")(run_job)
-    saved = sys.argv
-    sys.argv = [saved[0] if saved else "harness"] + hydra_argv
-    try:
-        entry()
-    finally:
-        sys.argv = saved
+    return run_hydra(hydra_argv)

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from harness.config.validate import validate
 from harness.infra.atomic_file import write_text_atomically
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
-from harness.launchers.results import RESULTS, JobResult, finished_metrics, run_name
+from harness.launchers.results import JobResult, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.sweep_parent import close_parent_if_all_ended
 from harness.infra.secrets import safe_run_name, scrub
@@ -131,8 +131,8 @@ class StartedRun:
 
 def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun | JobResult":
     """Everything before training (`spec`: the job's validated config, if the launcher has it): the validated
-    spec, skip-finished (a SKIPPED JobResult, recorded), the
-    run folder and its record, the tracking run. Call inside the job's Hydra context (`run_job` does)."""
+    spec, skip-finished (a SKIPPED JobResult), the run folder and its record, the tracking run. Call inside
+    the job's Hydra context (`run_job` does)."""
     spec = resumed_spec(_validated(cfg, spec))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
@@ -143,13 +143,11 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
               f"(--force reruns it)", flush=True)
         if sweep_dir is None:  # a single run: the folder Hydra made for it would only say "skipped"
             _remove_empty_run_dir(run_dir)
-            RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store,
-                                     experiment_id=experiment_of_run(mlflow_store(spec), twin)))
-            return RESULTS[-1]
+            return JobResult(name=name, status="SKIPPED", run_dir="", run_id=twin, tracking_uri=store,
+                             experiment_id=experiment_of_run(mlflow_store(spec), twin))
         run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
         (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
-        RESULTS.append(JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin))
-        return RESULTS[-1]
+        return JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomically(run_dir / "job.json", json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                             "started": time.time(), "name": name}))
@@ -164,7 +162,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
 
 def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
     """End a started run truthfully: FINISHED (err None), PRUNED, KILLED (Ctrl-C / SIGTERM: the caller
-    re-raises) or FAILED (any other error: the sweep goes on). Records the JobResult and returns it."""
+    re-raises) or FAILED (any other error: the sweep goes on); its JobResult."""
     result, name, tracker, run_dir = run.result, run.name, run.tracker, run.run_dir
     try:
         if err is None:
@@ -189,7 +187,6 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
         if result.status != "RUNNING" and run.cfg.launcher.get("detach") and run.sweep_dir:
             _close_detached_parent(run.sweep_dir, mlflow_store(run.spec))
-    RESULTS.append(result)
     return result
 
 

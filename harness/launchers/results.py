@@ -1,5 +1,6 @@
-"""What the jobs of a run or sweep ended as: each job's result, this process's list of them, run names and
-the sweep's summary line. Imports nothing heavy: the command line's last lines read it."""
+"""What the jobs of a run or sweep ended as: each job's result (the task's return value, which travels back in
+its Hydra JobReturn), run names and the sweep's summary line. Imports nothing heavy: the command line's last
+lines read it."""
 from __future__ import annotations
 
 import json
@@ -20,7 +21,6 @@ class JobResult:
     experiment_id: Optional[str] = None  # the experiment of run_id (for its UI link)
 
 
-RESULTS: List[JobResult] = []
 EVAL = "eval/accuracy"
 OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 

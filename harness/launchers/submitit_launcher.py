@@ -16,8 +16,7 @@ from hydra.core.utils import JobReturn, JobStatus
 
 from harness.launchers.base import HarnessLauncher, JobFailed, job_outcome, log
 from harness.config.profiles import profile_for, submitit_parameters
-from harness.launchers.job_returns import record_result
-from harness.launchers.results import RESULTS, JobResult, run_name
+from harness.launchers.results import JobResult, run_name
 
 
 class SubmititLauncher(HarnessLauncher):
@@ -90,7 +89,6 @@ class SubmititLauncher(HarnessLauncher):
     def _detached_return(overrides: Sequence[str], job) -> JobReturn:
         result = JobResult(name=run_name(overrides), status="SUBMITTED", run_dir=str(job.paths.folder),
                            error=None, run_id=None)
-        RESULTS.append(result)
         return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
 
     @staticmethod
@@ -98,25 +96,21 @@ class SubmititLauncher(HarnessLauncher):
         """The JobReturns of the runs (overrides, idx) of one cluster job. When the job failed, a run of its
         ensemble that finished (its folder's status.txt) is still reported FINISHED."""
         try:
-            rets = job.result()
+            return job.result()
         except Exception as err:  # the job failed on the cluster; the others go on
             message = str(err).strip().splitlines()
             reason = next((line for line in reversed(message) if "JobFailed" in line or "Error" in line),
                           message[-1] if message else type(err).__name__)
-            state = job.state
-            status = "KILLED" if state.startswith("CANCELLED") else "FAILED"
-            rets = []
-            for (overrides, idx), run_dir in zip(group, folders):
-                done = run_dir is not None and (run_dir / "status.txt").is_file()
-                own = (run_dir / "status.txt").read_text().strip() if done else ""
-                if len(group) > 1 and own == "FINISHED":
-                    result = JobResult(name=run_name(overrides), status="FINISHED", run_dir=str(run_dir))
-                else:
-                    result = JobResult(name=run_name(overrides), status=status, run_dir=str(job.paths.folder),
-                                       error=f"job {job.job_id} ({state}): {reason}")
-                RESULTS.append(result)
-                rets.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result))
-            return rets
-        for ret, (overrides, _) in zip(rets, group):
-            record_result(ret, overrides)
+        state = job.state
+        status = "KILLED" if state.startswith("CANCELLED") else "FAILED"
+        rets = []
+        for (overrides, _), run_dir in zip(group, folders):
+            done = run_dir is not None and (run_dir / "status.txt").is_file()
+            own = (run_dir / "status.txt").read_text().strip() if done else ""
+            if len(group) > 1 and own == "FINISHED":
+                result = JobResult(name=run_name(overrides), status="FINISHED", run_dir=str(run_dir))
+            else:
+                result = JobResult(name=run_name(overrides), status=status, run_dir=str(job.paths.folder),
+                                   error=f"job {job.job_id} ({state}): {reason}")
+            rets.append(JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result))
         return rets

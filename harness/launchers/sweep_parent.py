@@ -13,12 +13,12 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import yaml
 from omegaconf import DictConfig
 
-from harness.launchers.results import OK_STATUSES, RESULTS
+from harness.launchers.results import OK_STATUSES, JobResult
 from harness.tracking.heartbeat import HEARTBEAT_TAG, Heartbeat, now_s
 from harness.tracking.local_tracker import now_ms
 from harness.tracking.outage import apply_client_defaults
@@ -37,11 +37,10 @@ NAMED_SWEEP_ENV = "HARNESS_NAMED_SWEEP"
 SWEEP_FILE = "sweep.yaml"
 
 
-def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
-    """Job folder -> status. This process's job results come first (they know PRUNED, SKIPPED, SUBMITTED);
-    then the `status.txt` every job writes when it ends, on any node; a job folder with neither (a job
-    killed with SIGKILL, or one that crashed before tracking) is UNKNOWN. `with_results=False`: the
-    folders' own record only (what every node sees)."""
+def job_statuses(sweep_dir: Path, results: Sequence[JobResult] = ()) -> Dict[str, str]:
+    """Job folder -> status. The sweep's job `results`, when the caller has them, come first (they know
+    PRUNED, SKIPPED, SUBMITTED); then the `status.txt` every job writes when it ends, on any node; a job
+    folder with neither (a job killed with SIGKILL, or one that crashed before tracking) is UNKNOWN."""
     statuses = {}
     for folder in sorted(p for p in sweep_dir.iterdir() if p.is_dir()):
         if not ((folder / ".hydra").is_dir() or (folder / "config.yaml").is_file()):
@@ -49,9 +48,8 @@ def job_statuses(sweep_dir: Path, with_results: bool = True) -> Dict[str, str]:
         status_file = folder / "status.txt"
         status = "SKIPPED" if (folder / "skipped.json").is_file() else "UNKNOWN"
         statuses[str(folder.resolve())] = status_file.read_text().strip() if status_file.is_file() else status
-    if with_results:
-        for result in RESULTS:
-            statuses[str(Path(result.run_dir).resolve())] = result.status
+    for result in results:
+        statuses[str(Path(result.run_dir).resolve())] = result.status
     return statuses
 
 
@@ -127,10 +125,11 @@ class SweepParent:
         if url:
             log.info("sweep runs in the MLflow UI: %s", url)
 
-    def end(self) -> bool:
-        """The sweep ended: the parent gets its status from the jobs'. False when it stays open: a named
-        sweep's (`python -m harness sweep` closes it at its end) or a detached one's (its last job closes it)."""
-        detached = "SUBMITTED" in job_statuses(self.sweep_dir).values()
+    def end(self, results: Sequence[JobResult]) -> bool:
+        """The sweep ended with the jobs' `results`: the parent gets its status from the jobs'. False when it
+        stays open: a named sweep's (`python -m harness sweep` closes it at its end) or a detached one's (its
+        last job closes it)."""
+        detached = "SUBMITTED" in job_statuses(self.sweep_dir, results).values()
         if detached and self.tracker is not None:
             self.tracker.flush()
         if detached and close_parent_if_all_ended(self.sweep_dir, tracking_uri_of(self.config)) is None:
@@ -143,7 +142,7 @@ class SweepParent:
             return False
         if self.tracker is not None:
             try:
-                statuses = job_statuses(self.sweep_dir)
+                statuses = job_statuses(self.sweep_dir, results)
                 failed = {Path(name).name: s for name, s in statuses.items() if s not in ok_statuses()}
                 status = "FINISHED" if statuses and not failed else "FAILED"
                 error = None if status == "FINISHED" else (
@@ -224,7 +223,7 @@ def close_parent_if_all_ended(sweep_dir: Path, tracking_uri: Optional[str] = Non
     if not (sweep_dir / PARENT_FILE).is_file() or not (sweep_dir / SWEEP_FILE).is_file():
         return None
     size = (yaml.safe_load((sweep_dir / SWEEP_FILE).read_text()) or {}).get("jobs")
-    statuses = job_statuses(sweep_dir, with_results=False)
+    statuses = job_statuses(sweep_dir)
     if not size or len(statuses) < size or any(s not in ENDED for s in statuses.values()):
         return None
     return close_parent(sweep_dir, tracking_uri)

@@ -14,12 +14,12 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, List, Sequence
 
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus
+from hydra.core.utils import JobReturn
 from tqdm import tqdm
 
 from harness.infra.parent_death import die_with_parent
 from harness.launchers.job import Killed
-from harness.launchers.job_returns import record_result, record_worker_crash
+from harness.launchers.job_returns import crashed_return
 
 log = logging.getLogger("harness")
 
@@ -107,11 +107,7 @@ def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: in
                 for position in group:
                     overrides, idx = jobs[position]
                     log.error("job #%d crashed: %s", idx, err)
-                    rets.append(JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=err))
-                    record_worker_crash(overrides, idx, err)
-            else:
-                for position, ret in zip(group, rets):
-                    record_result(ret, jobs[position][0])
+                    rets.append(crashed_return(overrides, idx, err))
             for position, ret in zip(group, rets):
                 results[position] = ret
             bar.update(len(group))

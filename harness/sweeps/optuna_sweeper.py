@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.config.compose_errors import parse_overrides
 from harness.config.errors import ConfigError
 from harness.infra.refused import Refused
+from harness.launchers.job_returns import job_result
 from harness.trainers.pruning import make_pruner
 from harness.config.search_space import parse_space
 
@@ -60,14 +61,13 @@ class OptunaSweeper(Sweeper):
         sweep's checks, before the study, the sweep folder or its parent run exist; then the trials."""
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans its plugins always
         from harness.launchers.preflight import check_jobs
-        from harness.sweeps.sweep_session import sweep_session
+        from harness.sweeps.sweep_session import run_sweep
 
         self.space = self._checked_space(arguments)
         edges = self.launcher.prepare([[*arguments, f"{key}={value}"] for key, dim in self.space.items()
                                        for value in dim.sample_values()], keep=False)
         check_jobs(edges, multirun=True)
-        with sweep_session(self.config, self.n_trials):
-            return self._trials(arguments)
+        return run_sweep(self.config, self.n_trials, lambda: self._trials(arguments))
 
     def _checked_space(self, arguments: List[str]) -> dict:
         try:
@@ -123,13 +123,12 @@ class OptunaSweeper(Sweeper):
     def _tell(self, study, trial, ret) -> None:
         from optuna.trial import TrialState
 
-        result = getattr(ret, "_return_value", None)
-        status = getattr(result, "status", "FAILED")
-        if status == "PRUNED":
+        result = job_result(ret)
+        if result.status == "PRUNED":
             study.tell(trial, state=TrialState.PRUNED)
             return
-        value = (getattr(result, "final_metrics", None) or {}).get(self.metric)
-        if status in ("FINISHED", "SKIPPED") and value is not None:
+        value = (result.final_metrics or {}).get(self.metric)
+        if result.status in ("FINISHED", "SKIPPED") and value is not None:
             study.tell(trial, float(value))
         else:
             study.tell(trial, state=TrialState.FAIL)

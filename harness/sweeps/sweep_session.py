@@ -1,31 +1,34 @@
 """What a sweeper does around its jobs, once every job has been composed and validated (so bad input leaves
 nothing behind): claim the sweep folder, open the sweep's MLflow parent run, and when the jobs have ended,
-give the parent its status, build the sweep's reports and release the folder."""
+give the parent its status from what they returned, build the sweep's reports and release the folder."""
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Optional, TypeVar
 
 from omegaconf import DictConfig
 
 from harness.launchers.folder_guard import claim_folder, release_sweep_folder
+from harness.launchers.job_returns import job_results
 from harness.launchers.sweep_parent import SweepParent, tracking_uri_of
 from harness.reports import build_sweep_reports
 
 log = logging.getLogger("harness")
 
+Returned = TypeVar("Returned")
 
-@contextlib.contextmanager
-def sweep_session(config: DictConfig, size: Optional[int]) -> Iterator[SweepParent]:
-    """Around a sweep's launches: `config` is the sweep's (Hydra's primary config), `size` its job count."""
+
+def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Returned]) -> Returned:
+    """Run `launch` (the sweep's launches: it returns what the launcher returned) inside the sweep's session;
+    `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned."""
     claim_folder(config, "hydra.sweep.dir", "sweep folder")
     try:
         parent = SweepParent(config, size).open()
-        yield parent
-        if parent.end():
+        returned = launch()
+        if parent.end(job_results(returned)):
             build_reports(parent.sweep_dir, tracking_uri_of(config))
+        return returned
     finally:
         release_sweep_folder(config)
 

@@ -1,6 +1,7 @@
 """Hydra finds plugins only inside the `hydra_plugins` namespace package: the harness's launchers and sweepers
-(`plugins.py`), the grid sweeper, a single run started the way Hydra's `run` does it, and Hydra's argument
-parser. Kept import-free: importing any of these modules imports this one first."""
+(`plugins.py`), the grid sweeper, a single run started the way Hydra's `run` does it, Hydra's command line
+returning what a run or sweep returned (`app.py`), and Hydra's argument parser. Kept import-free: importing
+any of these modules imports this one first."""
 
 
 def register_with_hydra() -> None:

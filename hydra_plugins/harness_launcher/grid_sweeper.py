@@ -41,7 +41,7 @@ class GridSweeper(Sweeper):
     def sweep(self, arguments: List[str]) -> Any:
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
         from harness.launchers.preflight import check_jobs, print_dry_run
-        from harness.sweeps.sweep_session import sweep_session
+        from harness.sweeps.sweep_session import run_sweep
 
         config = self.grid.config
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
@@ -53,5 +53,4 @@ class GridSweeper(Sweeper):
         if print_dry_run(jobs):  # the plans only: nothing is checked against the cluster or started
             return []
         check_jobs(jobs, multirun=True)
-        with sweep_session(config, len(jobs)):
-            return self.grid.sweep(arguments)
+        return run_sweep(config, len(jobs), lambda: self.grid.sweep(arguments))
