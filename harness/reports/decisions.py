@@ -22,7 +22,7 @@ from harness.reports.outcomes import measure, per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.sweep_spec import load_sweep
 from harness.stats import inference
-from harness.stats.design import runs_per_seed
+from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.sequential import level
 from harness.stats.words import VERDICT_PREFIX
 

@@ -28,16 +28,18 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 import yaml
+from scipy import stats
 
 from harness.reports.arms import contrast_bounds, exchangeable, matches
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
 from harness.stats import inference
-from harness.stats.design import runs_per_seed
+from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.sequential import looks, study
 
 SIMULATED_STUDIES = 300
+SD_CONFIDENCE = 0.8  # designs are sized at this one-sided upper confidence bound of the pilot's SD
 PLAN_FILE = "pilot_plan.yaml"
 ALTERNATIVE = {"greater": 1.0, "less": -1.0, "noninferior": 0.0, "equivalent": 0.0}  # × SESOI
 NO_EFFECT = {"greater": 0.0, "less": 0.0, "noninferior": -2.0, "equivalent": 2.0}  # × SESOI (size_for: both)
@@ -48,8 +50,9 @@ class Sized:
     test: object  # design.TestSpec
     sd: Optional[float]  # SD of one seed's contrast in the pilot; None: not measurable (< 2 shared seeds)
     seeds: int  # pilot seeds with every arm
-    power: Optional[float]  # of the declared design at the SESOI
+    power: Optional[float]  # of the declared design at the SESOI, at `sized_sd`
     power_against: Optional[float] = None  # size_for: both — to end "not reproduced" when there is no effect
+    sized_sd: Optional[float] = None  # the SD the powers assume: the pilot SD's upper SD_CONFIDENCE bound
 
     def short(self, target: float) -> bool:
         """Below the power target (either figure the design is sized for)."""
@@ -61,7 +64,8 @@ class Sized:
             return f"{self.test.name}: no power figure (the pilot has {self.seeds} seeds with every arm)"
         against = ("" if self.power_against is None else
                    f", {self.power_against:.0%} to show \"not reproduced\" without an effect")
-        return (f"{self.test.name}: pilot SD {self.sd:.3g} over {self.seeds} seeds, power {self.power:.0%} at the "
+        return (f"{self.test.name}: pilot SD {self.sd:.3g} over {self.seeds} seeds (sized at its upper "
+                f"{SD_CONFIDENCE:.0%} bound, {self.sized_sd:.3g}), power {self.power:.0%} at the "
                 f"SESOI {self.test.sesoi:g}{against} (target {target:.0%})")
 
 
@@ -90,11 +94,20 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
             out.append(Sized(test, None, shared, None))
             continue
         bounds = contrast_bounds(measure(test.measure).bounds, weights, test.offset)
-        power = simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels)
-        against = (simulated_power(est.sd_unit, test, design, bounds, exchangeable(test), look_levels,
+        sd = sd_upper_bound(est.sd_unit, shared)
+        power = simulated_power(sd, test, design, bounds, exchangeable(test), look_levels)
+        against = (simulated_power(sd, test, design, bounds, exchangeable(test), look_levels,
                                    no_effect=True, parts=parts) if design.pilot.both else None)
-        out.append(Sized(test, est.sd_unit, shared, power, against))
+        out.append(Sized(test, est.sd_unit, shared, power, against, sd))
     return out
+
+
+def sd_upper_bound(sd: float, seeds: int, confidence: float = SD_CONFIDENCE) -> float:
+    """One-sided upper confidence bound of an SD estimated from `seeds` values (chi-square, normal data):
+    a short pilot's SD is often below the truth (4-seed pilots came in 1.3-3x low), so a design sized at the
+    bare estimate misses its power."""
+    df = max(1, seeds - 1)
+    return float(sd * np.sqrt(df / stats.chi2.ppf(1.0 - confidence, df)))
 
 
 def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_levels: List[int],

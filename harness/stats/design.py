@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness.config.selectors import parse_selector
+from harness.stats.grid_seeds import fixed_seeds, runs_per_seed
 from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
 
@@ -295,26 +296,3 @@ def _preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:
         out.append(Precondition(str(item.get("name") or f"precondition {i + 1}"), item["measure"], arm,
                                 **{limits[0]: float(value)}))
     return tuple(out)
-
-
-def runs_per_seed(grids: List[Dict[str, Any]]) -> int:
-    """Jobs one seed adds to a sweep: over its grids, the product of each grid's axis lengths (seed aside)."""
-    total = 0
-    for grid in grids:
-        count = 1
-        for axis, values in (grid or {}).items():
-            if axis != "seed" and isinstance(values, list):
-                count *= len(values)
-        total += count
-    return max(1, total)
-
-
-def fixed_seeds(grids: List[Dict[str, Any]]) -> Optional[List[Any]]:
-    """The seeds the grids list (the union), or None if no grid names seeds."""
-    seen: List[Any] = []
-    for grid in grids:
-        values = grid.get("seed")
-        for v in values if isinstance(values, list) else ([values] if values is not None else []):
-            if v not in seen:
-                seen.append(v)
-    return seen or None

@@ -113,7 +113,7 @@ def test_a_bad_pilot_is_refused_at_load(tmp_path, monkeypatch, extra, message):
 
 def test_the_pilot_plans_the_fewest_whole_rounds_that_reach_the_power(tmp_path, monkeypatch):
     spec = _spec(tmp_path, monkeypatch)
-    data = _data(spec.design.pilot.seeds, 0.08, np.random.default_rng(1))
+    data = _data(spec.design.pilot.seeds, 0.05, np.random.default_rng(1))
     sized, seeds = pilot.plan(data, spec)
     assert 2 < seeds < 12 and seeds % 2 == 0
     assert all(s.power >= 0.8 for s in sized)
@@ -147,7 +147,7 @@ def test_a_design_sized_for_both_outcomes_needs_the_power_to_show_no_effect_too(
     """`size_for: both`: at the SD where reproducing at the SESOI is already likely, showing "not reproduced"
     without an effect (equivalence within ±SESOI) needs more seeds; the plan waits for both."""
     plain = _spec(tmp_path, monkeypatch)
-    data = _data(plain.design.pilot.seeds, 0.08, np.random.default_rng(1))
+    data = _data(plain.design.pilot.seeds, 0.05, np.random.default_rng(1))
     (one,) = pilot.size(data, plain)
     assert one.power_against is None
     (tmp_path / "piloted.yaml").write_text(textwrap.dedent(DESIGN).replace(
@@ -201,3 +201,15 @@ def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypa
     assert "## Sizing (stated in the design before its main runs)" in text
     assert "Simulated from the 12 seeds of the earlier design: 93% at 16." in text and "Pilot" not in text
     assert "(paired, n=6)" in text  # every seed is tested
+
+
+def test_designs_are_sized_at_an_upper_bound_of_the_pilots_sd(tmp_path, monkeypatch):
+    """A 4-seed pilot's SD is sized at its upper 80% bound (x1.73 for 3 degrees of freedom); the bound comes
+    down to the estimate as the pilot grows; the plan's text says both."""
+    assert pilot.sd_upper_bound(0.1, 4) == pytest.approx(0.1 * np.sqrt(3 / 1.0052), rel=1e-3)
+    assert 1.0 < pilot.sd_upper_bound(0.1, 200) / 0.1 < 1.07
+    spec = _spec(tmp_path, monkeypatch)
+    data = _data(spec.design.pilot.seeds, 0.05, np.random.default_rng(1))
+    (sized,) = pilot.size(data, spec)
+    assert sized.sized_sd == pytest.approx(pilot.sd_upper_bound(sized.sd, sized.seeds))
+    assert sized.sized_sd > 1.7 * sized.sd and "sized at its upper 80% bound" in sized.text(0.8)
