@@ -56,6 +56,9 @@ CASES = [
      "trainer.verl.max_tokens_per_gpu=4096 is not allowed: a micro-batch must hold one full sequence, "
      "trainer.verl.max_prompt_length + trainer.max_new_tokens = 6144"),
     (["trainer.verl.gpu_memory_utilization=1.5"], "trainer.verl.gpu_memory_utilization=1.5 is not allowed: in (0, 1]"),
+    (["trainer.verl.keep_checkpoints=0"],
+     "trainer.verl.keep_checkpoints=0 is not allowed: null (keep every checkpoint) or an integer >= 1"),
+    (["trainer.verl.keep_checkpoints=true"], "trainer.verl.keep_checkpoints=True has the wrong type: expected"),
     (["trainer.verl.extra=[not-an-override]"], "trainer.verl.extra='not-an-override' is not allowed"),
     (["trainer.verl.micro_batch_per_gpu=four"], "trainer.verl.micro_batch_per_gpu='four' has the wrong type: expected int"),
     (["trainer.verl.bogus=1"], "unknown key 'trainer.verl.bogus'"),

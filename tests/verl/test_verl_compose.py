@@ -95,6 +95,7 @@ def test_vllm_length_and_transfer_queue_land_in_verls_config(composed):
     assert composed["experiment_dppo_dense_qwen3_8b"]["max_model_len"] == 2048 + 14336
     assert {c["tq_storage_units"] for c in composed.values()} == {TQ_STORAGE_UNITS}
     assert all(c["use_v1"] is True for c in composed.values())
+    assert {c["max_actor_ckpt_to_keep"] for c in composed.values()} == {2}  # verl's default keeps every one
     assert composed["default"]["calculate_entropy"] is True  # bypass mode: entropy from the update's forward
     assert composed["minirl_fp32_norm"]["calculate_entropy"] is False
 

@@ -150,3 +150,11 @@ def test_slurm_shape_comes_from_the_launcher_profile():
     assert (o["trainer.nnodes"], o["trainer.n_gpus_per_node"]) == ("1", "4")
     local = overrides_for("trainer=verl", "trainer.verl.local_gpus=2")
     assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == ("1", "2")
+
+
+def test_verl_keeps_the_newest_checkpoints_only():
+    key = "trainer.max_actor_ckpt_to_keep"
+    assert overrides_for("trainer=verl")[key] == "2"
+    assert overrides_for("trainer=verl", "trainer.verl.keep_checkpoints=5")[key] == "5"
+    assert overrides_for("trainer=verl", "trainer.verl.keep_checkpoints=null")[key] == "null"  # every one
+    assert not any("critic_ckpt" in k for k in overrides_for("trainer=verl"))  # no critic in these objectives

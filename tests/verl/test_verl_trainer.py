@@ -83,6 +83,19 @@ def test_a_resumed_run_does_not_log_steps_twice(tmp_path):
     assert [s for s, _ in t.tracker.metrics] == [3]
 
 
+@pytest.mark.parametrize("keep,left", [(2, [20, 30, 40]), (1, [30, 40]), (None, [10, 20, 30, 40])])
+def test_a_requeued_job_removes_earlier_attempts_checkpoints_beyond_keep_checkpoints(tmp_path, keep, left):
+    folder = tmp_path / "run" / "checkpoints" / "verl"
+    for step in (10, 20, 30, 40):  # 40: a save cut short, after the latest verl recorded
+        (folder / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (folder / "latest_checkpointed_iteration.txt").write_text("30")
+    t = make_trainer(tmp_path, "ls $CK > $CK.seen\n", f"trainer.verl.keep_checkpoints={keep if keep else 'null'}")
+    t.train()
+    assert sorted(int(d.name.rpartition("_")[2]) for d in folder.glob("global_step_*")) == left
+    seen = {name for name in Path(f"{folder}.seen").read_text().split() if name.startswith("global_step_")}
+    assert seen == {f"global_step_{step}" for step in left}  # removed before verl starts
+
+
 def test_resume_from_another_run_points_verl_at_its_checkpoint(tmp_path):
     other = tmp_path / "other" / "checkpoints" / "verl"
     (other / "global_step_40").mkdir(parents=True)

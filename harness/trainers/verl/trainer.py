@@ -9,13 +9,15 @@ the same MLflow run while verl resumes its own checkpoint. A non-zero exit of th
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
 from harness.trainers.verl.metrics import MetricsFollower, translate
@@ -24,6 +26,7 @@ from harness.trainers.verl.plan import Plan, build_plan
 
 POLL_S = 5.0
 STOP_GRACE_S = 30.0
+_STEP_DIR = re.compile(r"global_step_(\d+)")
 
 
 def latest_verl_checkpoint(folder: Path) -> Optional[Path]:
@@ -33,6 +36,23 @@ def latest_verl_checkpoint(folder: Path) -> Optional[Path]:
         return None
     step_dir = Path(folder) / f"global_step_{marker.read_text().strip()}"
     return step_dir if step_dir.is_dir() else None
+
+
+def prune_checkpoints(folder: Path, keep: Optional[int]) -> List[Path]:
+    """Remove the checkpoints of earlier attempts beyond `keep` (verl prunes only those its own process saved,
+    so a requeued job would keep every attempt's): the latest (what verl resumes) and the keep - 1 before it
+    stay, and so does anything after the latest (a save cut short, which verl overwrites)."""
+    latest = latest_verl_checkpoint(folder)
+    newest = _STEP_DIR.fullmatch(latest.name) if latest is not None else None
+    if keep is None or newest is None:
+        return []
+    step = int(newest.group(1))
+    older = sorted((int(m.group(1)), d) for d in Path(folder).iterdir()
+                   if d.is_dir() and (m := _STEP_DIR.fullmatch(d.name)) and int(m.group(1)) < step)
+    doomed = [d for _, d in older[::-1][keep - 1:]]
+    for d in doomed:
+        shutil.rmtree(d, ignore_errors=True)
+    return doomed
 
 
 class VerlTrainer:
@@ -75,6 +95,10 @@ class VerlTrainer:
         if self.options.dry_run:
             print(self.plan.describe(), flush=True)
             return {}
+        pruned = prune_checkpoints(self.plan.paths.checkpoints, self.options.keep_checkpoints)
+        if pruned:
+            print(f"verl: removed {len(pruned)} earlier checkpoint(s) beyond trainer.verl.keep_checkpoints="
+                  f"{self.options.keep_checkpoints}: {', '.join(d.name for d in pruned)}", flush=True)
         log_path = self.plan.paths.verl_dir / "launch.log"
         proc = subprocess.Popen(["bash", str(script)], cwd=self.run_dir, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)

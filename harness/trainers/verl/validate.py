@@ -77,6 +77,8 @@ def _check_options(o: VerlOptions) -> None:
           "null (micro_batch_per_gpu sequences per micro-batch) or tokens >= 1")
     _need(o.local_gpu_memory_gb is None or o.local_gpu_memory_gb > 0, f"{v}.local_gpu_memory_gb",
           o.local_gpu_memory_gb, "null (unknown) or GB > 0")
+    _need(o.keep_checkpoints is None or o.keep_checkpoints >= 1, f"{v}.keep_checkpoints", o.keep_checkpoints,
+          "null (keep every checkpoint) or an integer >= 1 (the newest kept)")
     _need(o.data.max_train_samples is None or o.data.max_train_samples >= 1, f"{v}.data.max_train_samples",
           o.data.max_train_samples, "null (all) or >= 1")
     if o.strategy != "megatron":
