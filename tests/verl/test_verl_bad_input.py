@@ -41,7 +41,9 @@ CASES = [
     (["experiment=dppo_moe_qwen3_30b", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2",
       "launcher.mem_gb=64"], "launcher.mem_gb=64 does not fit trainer.verl.offload=true for model=Qwen3-30B-A3B-Base"),
     (["precision=fp8_e2e"], "precision=fp8_e2e is not allowed with trainer.verl.strategy=fsdp"),
-    (["precision=fp32", "trainer.verl.strategy=megatron"], "precision=fp32 is not allowed with trainer.verl.strategy=megatron"),
+    (["precision=fp32"], "precision=fp32 is not allowed with trainer=verl: verl's trainer attends with flash_attention_2, "
+     "which computes in fp16/bf16 only (the first update fails); one of bf16, fp16, fp8_rollout, fp8_e2e"),
+    (["precision=fp32", "trainer.verl.strategy=megatron"], "precision=fp32 is not allowed with trainer=verl"),
     (["trainer.verl.router_replay=R3"], "router_replay='R3' is not allowed for model=Qwen3-1.7B-Base"),
     (["model=Qwen3-30B-A3B-Base", "trainer.verl.router_replay=R3"],
      "router_replay='R3' is not allowed with strategy=fsdp"),

@@ -97,8 +97,7 @@ def test_batch_sizes_lengths_and_optimizer():
 
 
 @pytest.mark.parametrize("precision,rollout_dtype,train_dtype,quant", [
-    ("fp32", "float32", "fp32", "null"), ("bf16", "bfloat16", "bf16", "null"), ("fp16", "float16", "fp16", "null"),
-    ("fp8_rollout", "bfloat16", "bf16", "fp8")])
+    ("bf16", "bfloat16", "bf16", "null"), ("fp16", "float16", "fp16", "null"), ("fp8_rollout", "bfloat16", "bf16", "fp8")])
 def test_precision_maps_to_rollout_dtype_and_fsdp_mixed_precision(precision, rollout_dtype, train_dtype, quant):
     o = overrides_for("trainer=verl", f"precision={precision}")
     assert o["actor_rollout_ref.rollout.dtype"] == rollout_dtype

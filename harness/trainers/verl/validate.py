@@ -178,7 +178,7 @@ def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site)
         return
     m = cfg.model
     precision = layout.precision(cfg, options)
-    rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 4 if precision.rollout_dtype == "float32" else 2
+    rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 2
     megatron = options.strategy == "megatron"
     model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads,
                   extras.expert_params_b)
