@@ -105,6 +105,8 @@ class ClusterResources:
     stage_dir: Optional[str] = None
     offline: bool = False
     gpu_memory_gb: Optional[float] = None
+    # the nodes are this machine (launchers/slurm_test_cluster): a tracking store at 127.0.0.1 reaches them
+    allow_loopback_tracking: bool = False
     setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)
     additional_parameters: Dict[str, Any] = field(default_factory=dict)  # extra #SBATCH options
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
+import ipaddress
 import math
 import os
 from typing import Any, Callable, Iterator, Sequence, Tuple
@@ -97,9 +98,7 @@ def _validate_run_sections(cfg: DictConfig) -> None:
            "one of full, delta (delta: the rollout engine applies the trainer's weight changes to its own rounded copy)")
     _check(cfg, "experiment_name", lambda v: isinstance(v, str) and v.strip() != "", "a non-empty name")
     _check(cfg, "tracking.backend", lambda v: v in ("mlflow", "none"), "one of mlflow, none")
-    uri, source = cfg.tracking.uri, "tracking.uri"
-    if uri is None and cfg.tracking.backend == "mlflow" and os.environ.get(URI_ENV):  # as MLflow reads it
-        uri, source = os.environ[URI_ENV], f"environment variable {URI_ENV}"
+    uri, source = _tracking_uri(cfg)
     if uri is not None:
         scheme = urlparse(uri).scheme.split("+")[0]
         if scheme not in ALLOWED_TRACKING_SCHEMES:
@@ -107,6 +106,37 @@ def _validate_run_sections(cfg: DictConfig) -> None:
                               f"use one of {', '.join(ALLOWED_TRACKING_SCHEMES)}")
     if cfg.trainer.name == "builtin" and cfg.launcher.name in ("local", "local_parallel"):
         check_builtin_memory(cfg)  # a run elsewhere (Slurm) is sized against its own node
+
+
+def _tracking_uri(cfg: DictConfig) -> Tuple[Any, str]:
+    """The store's URI as MLflow reads it, and where it comes from (for messages)."""
+    if cfg.tracking.uri is None and cfg.tracking.backend == "mlflow" and os.environ.get(URI_ENV):
+        return os.environ[URI_ENV], f"environment variable {URI_ENV}"
+    return cfg.tracking.uri, "tracking.uri"
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host.lower().endswith(".localhost")
+    return address.is_loopback or address.is_unspecified
+
+
+def _check_tracking_reachable(cfg: DictConfig) -> None:
+    """A Slurm job runs on a compute node, where a loopback address is that node, not the tracking server's."""
+    uri, source = _tracking_uri(cfg)
+    if cfg.launcher.name != "slurm" or cfg.tracking.backend != "mlflow" or uri is None:
+        return
+    host = urlparse(uri).hostname
+    if not host or not _is_loopback(host) or profile_for(cfg.launcher).allow_loopback_tracking:
+        return
+    raise ConfigError(f"{source}={scrub(uri)!r} is not allowed with launcher=slurm: on a compute node {host} is the "
+                      f"node itself, so its metrics would only spool; set tracking.uri=http://<login-node>:5000 "
+                      f"(python -m harness server --host 0.0.0.0 there), or launcher.allow_loopback_tracking=true "
+                      f"if the cluster is this machine")
 
 
 def _validate_launcher(cfg: DictConfig) -> None:
@@ -119,6 +149,7 @@ def _validate_launcher(cfg: DictConfig) -> None:
             profile_for(cfg.launcher)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+    _check_tracking_reachable(cfg)
 
 
 def _leaves(node: Any, prefix: str = "") -> Iterator[Tuple[str, Any]]:

@@ -41,7 +41,9 @@ CASES = [
     (["experiment=dppo_moe_qwen3_30b", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2",
       "launcher.mem_gb=64"], "launcher.mem_gb=64 does not fit trainer.verl.offload=true for model=Qwen3-30B-A3B-Base"),
     (["precision=fp8_e2e"], "precision=fp8_e2e is not allowed with trainer.verl.strategy=fsdp"),
-    (["precision=fp32", "trainer.verl.strategy=megatron"], "precision=fp32 is not allowed with trainer.verl.strategy=megatron"),
+    (["precision=fp32"], "precision=fp32 is not allowed with trainer=verl: verl's trainer attends with flash_attention_2, "
+     "which computes in fp16/bf16 only (the first update fails); one of bf16, fp16, fp8_rollout, fp8_e2e"),
+    (["precision=fp32", "trainer.verl.strategy=megatron"], "precision=fp32 is not allowed with trainer=verl"),
     (["trainer.verl.router_replay=R3"], "router_replay='R3' is not allowed for model=Qwen3-1.7B-Base"),
     (["model=Qwen3-30B-A3B-Base", "trainer.verl.router_replay=R3"],
      "router_replay='R3' is not allowed with strategy=fsdp"),
@@ -56,6 +58,9 @@ CASES = [
      "trainer.verl.max_tokens_per_gpu=4096 is not allowed: a micro-batch must hold one full sequence, "
      "trainer.verl.max_prompt_length + trainer.max_new_tokens = 6144"),
     (["trainer.verl.gpu_memory_utilization=1.5"], "trainer.verl.gpu_memory_utilization=1.5 is not allowed: in (0, 1]"),
+    (["trainer.verl.keep_checkpoints=0"],
+     "trainer.verl.keep_checkpoints=0 is not allowed: null (keep every checkpoint) or an integer >= 1"),
+    (["trainer.verl.keep_checkpoints=true"], "trainer.verl.keep_checkpoints=True has the wrong type: expected"),
     (["trainer.verl.extra=[not-an-override]"], "trainer.verl.extra='not-an-override' is not allowed"),
     (["trainer.verl.micro_batch_per_gpu=four"], "trainer.verl.micro_batch_per_gpu='four' has the wrong type: expected int"),
     (["trainer.verl.bogus=1"], "unknown key 'trainer.verl.bogus'"),

@@ -20,8 +20,7 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 
 CASES = {
     "default": ["trainer=verl"],
-    "minirl_fp32_norm": ["trainer=verl", "algo=minirl", "precision=fp32", "trainer.loss_agg=seq-mean-token-sum-norm",
-                         "trainer.advantage=drgrpo"],
+    "minirl_norm": ["trainer=verl", "algo=minirl", "trainer.loss_agg=seq-mean-token-sum-norm", "trainer.advantage=drgrpo"],
     "bandpo_fp16_cap": ["trainer=verl", "algo=bandpo", "anchor=recompute", "algo.is_cap=3", "precision=fp16",
                         "trainer.advantage=rloo"],
     "fp8_rollout_lora": ["trainer=verl", "precision=fp8_rollout", "trainer.verl.lora_rank=16"],
@@ -59,9 +58,9 @@ def test_every_case_composes_against_verls_config(composed):
 def test_anchor_maps_to_bypass_or_decoupled_mode(composed):
     rollout = composed["default"]
     assert rollout["bypass_mode"] is True and rollout["rollout_is"] is None
-    assert composed["minirl_fp32_norm"]["bypass_mode"] is False
-    assert composed["minirl_fp32_norm"]["rollout_is"] == "token"
-    assert composed["minirl_fp32_norm"]["rollout_is_threshold"] == NO_CAP
+    assert composed["minirl_norm"]["bypass_mode"] is False
+    assert composed["minirl_norm"]["rollout_is"] == "token"
+    assert composed["minirl_norm"]["rollout_is_threshold"] == NO_CAP
     assert composed["bandpo_fp16_cap"]["rollout_is_threshold"] == 3.0
     assert composed["experiment_bandpo_r1d"]["bypass_mode"] is False
 
@@ -73,8 +72,7 @@ def test_spec_fields_land_where_verl_reads_them(composed):
     assert d["env_vars"]["HARNESS_VERL_OBJECTIVE"].endswith("verl/objective.json")
     assert "PYTHONPATH" not in d["env_vars"]  # inherited from the Ray processes the script starts
     assert d["reward_path"].endswith("harness/trainers/verl/reward.py")
-    m = composed["minirl_fp32_norm"]
-    assert m["rollout_dtype"] == "float32" and m["mixed_precision"]["param_dtype"] == "fp32"
+    m = composed["minirl_norm"]
     assert m["loss_agg_mode"] == "seq-mean-token-sum-norm" and m["loss_scale_factor"] == 4096
     assert m["adv_estimator"] == "grpo" and m["norm_adv_by_std_in_grpo"] is False
     assert composed["bandpo_fp16_cap"]["rollout_dtype"] == "float16"
@@ -95,8 +93,9 @@ def test_vllm_length_and_transfer_queue_land_in_verls_config(composed):
     assert composed["experiment_dppo_dense_qwen3_8b"]["max_model_len"] == 2048 + 14336
     assert {c["tq_storage_units"] for c in composed.values()} == {TQ_STORAGE_UNITS}
     assert all(c["use_v1"] is True for c in composed.values())
+    assert {c["max_actor_ckpt_to_keep"] for c in composed.values()} == {2}  # verl's default keeps every one
     assert composed["default"]["calculate_entropy"] is True  # bypass mode: entropy from the update's forward
-    assert composed["minirl_fp32_norm"]["calculate_entropy"] is False
+    assert composed["minirl_norm"]["calculate_entropy"] is False
 
 
 def test_dynamic_batch_size_lands_in_verls_config(composed):

@@ -97,8 +97,7 @@ def test_batch_sizes_lengths_and_optimizer():
 
 
 @pytest.mark.parametrize("precision,rollout_dtype,train_dtype,quant", [
-    ("fp32", "float32", "fp32", "null"), ("bf16", "bfloat16", "bf16", "null"), ("fp16", "float16", "fp16", "null"),
-    ("fp8_rollout", "bfloat16", "bf16", "fp8")])
+    ("bf16", "bfloat16", "bf16", "null"), ("fp16", "float16", "fp16", "null"), ("fp8_rollout", "bfloat16", "bf16", "fp8")])
 def test_precision_maps_to_rollout_dtype_and_fsdp_mixed_precision(precision, rollout_dtype, train_dtype, quant):
     o = overrides_for("trainer=verl", f"precision={precision}")
     assert o["actor_rollout_ref.rollout.dtype"] == rollout_dtype
@@ -150,3 +149,11 @@ def test_slurm_shape_comes_from_the_launcher_profile():
     assert (o["trainer.nnodes"], o["trainer.n_gpus_per_node"]) == ("1", "4")
     local = overrides_for("trainer=verl", "trainer.verl.local_gpus=2")
     assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == ("1", "2")
+
+
+def test_verl_keeps_the_newest_checkpoints_only():
+    key = "trainer.max_actor_ckpt_to_keep"
+    assert overrides_for("trainer=verl")[key] == "2"
+    assert overrides_for("trainer=verl", "trainer.verl.keep_checkpoints=5")[key] == "5"
+    assert overrides_for("trainer=verl", "trainer.verl.keep_checkpoints=null")[key] == "null"  # every one
+    assert not any("critic_ckpt" in k for k in overrides_for("trainer=verl"))  # no critic in these objectives

@@ -10,9 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
 
 from harness.config.compose import compose
 from harness.config.validate import validate
+from harness.tracking import open_tracker
+from harness.tracking.local_tracker import Tracker
+from harness.trainers.checkpoint import resumed_run_id
 from harness.trainers.verl import trainer as trainer_module
 from harness.trainers.verl.trainer import VerlTrainer
 
@@ -83,6 +87,19 @@ def test_a_resumed_run_does_not_log_steps_twice(tmp_path):
     assert [s for s, _ in t.tracker.metrics] == [3]
 
 
+@pytest.mark.parametrize("keep,left", [(2, [20, 30, 40]), (1, [30, 40]), (None, [10, 20, 30, 40])])
+def test_a_requeued_job_removes_earlier_attempts_checkpoints_beyond_keep_checkpoints(tmp_path, keep, left):
+    folder = tmp_path / "run" / "checkpoints" / "verl"
+    for step in (10, 20, 30, 40):  # 40: a save cut short, after the latest verl recorded
+        (folder / f"global_step_{step}" / "actor").mkdir(parents=True)
+    (folder / "latest_checkpointed_iteration.txt").write_text("30")
+    t = make_trainer(tmp_path, "ls $CK > $CK.seen\n", f"trainer.verl.keep_checkpoints={keep if keep else 'null'}")
+    t.train()
+    assert sorted(int(d.name.rpartition("_")[2]) for d in folder.glob("global_step_*")) == left
+    seen = {name for name in Path(f"{folder}.seen").read_text().split() if name.startswith("global_step_")}
+    assert seen == {f"global_step_{step}" for step in left}  # removed before verl starts
+
+
 def test_resume_from_another_run_points_verl_at_its_checkpoint(tmp_path):
     other = tmp_path / "other" / "checkpoints" / "verl"
     (other / "global_step_40").mkdir(parents=True)
@@ -122,3 +139,33 @@ def test_dry_run_prints_the_plan_and_launches_nothing(tmp_path, capsys):
     assert out.startswith("# verl command\n") and "# batch script" in out and "# objective spec" in out
     assert (tmp_path / "run" / "verl" / "launch.sh").is_file()
     assert not Path(str(t.plan.paths.metrics) + ".launched").exists()
+
+
+@pytest.mark.parametrize("stored", [True, False], ids=["store-had-attempt-1", "store-away-in-attempt-1"])
+def test_a_requeued_attempt_logs_each_step_once(tmp_path, stored):
+    """Attempt 1 logs steps 0-6 with a checkpoint at 4 and is preempted; attempt 2 (trainer.resume, same folder)
+    finds its verl log, then its verl truncates it and recomputes 5-6 from the checkpoint with other values."""
+    run, root = tmp_path / "run", f"output_root={tmp_path}"
+
+    def steps(value, *numbers):
+        return "".join(line(s, {"critic/rewards/mean": value}) for s in numbers)
+
+    first = (": > $M\n" + steps(0.1, 0, 1, 2, 3, 4) + "mkdir -p $CK/global_step_4\n"
+             + "echo 4 > $CK/latest_checkpointed_iteration.txt\n" + steps(0.1, 5, 6))
+    cfg = validate(compose(["trainer=verl", root]))
+    one = make_trainer(tmp_path, first, root, tracker=open_tracker(cfg, run, "r") if stored else Tracker(run))
+    one.train()
+    one.tracker.finish("KILLED")
+    second = "sleep 0.5\n: > $M\n" + line(4, {"val-core/aime2024/acc/mean@16": 0.3}) + steps(0.2, 5, 6, 7, 8)
+    cfg = validate(compose(["trainer=verl", root, f"trainer.resume={run}"]))
+    tracker = open_tracker(cfg, run, "r", resume_run_id=resumed_run_id(cfg))
+    two = make_trainer(tmp_path, second, root, f"trainer.resume={run}", tracker=tracker)
+    two.train()
+    tracker.finish("FINISHED")
+    records = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(9))
+    assert [r["train/reward"] for r in records if r["step"] >= 5] == [0.1, 0.1, 0.2, 0.2]  # the first recorded
+    history = MlflowClient(f"sqlite:///{tmp_path / 'mlruns.db'}").get_metric_history(tracker.run_id, "train/reward")
+    logged = sorted(m.step for m in history)
+    assert logged == (list(range(9)) if stored else [7, 8])  # each once; what attempt 1 lost stays out
+    assert (run / "verl" / "metrics.previous.jsonl").read_text().count("\n") == 7  # attempt 1's verl log, kept

@@ -42,12 +42,11 @@ class Batches:
 @dataclass(frozen=True)
 class Precision:
     rollout_dtype: str  # vLLM dtype
-    train_dtype: str  # trainer compute dtype: fp32 | bf16 | fp16 | fp8
+    train_dtype: str  # trainer compute dtype: bf16 | fp16 | fp8
     rollout_quantization: Optional[str] = None  # vLLM weight quantisation
 
 
 PRECISIONS: Dict[str, Precision] = {
-    "fp32": Precision("float32", "fp32"),
     "bf16": Precision("bfloat16", "bf16"),
     "fp16": Precision("float16", "fp16"),
     "fp8_rollout": Precision("bfloat16", "bf16", "fp8"),
@@ -118,6 +117,10 @@ def check_rollout_parallel(cfg, options: VerlOptions, shape: Cluster) -> None:
 
 def precision(cfg, options: VerlOptions) -> Precision:
     name = cfg.precision.name
+    if name == "fp32":  # no attn_implementation in the overrides: verl's default (workers/config/model.py)
+        raise ValueError(f"precision=fp32 is not allowed with trainer=verl: verl's trainer attends with "
+                         f"flash_attention_2, which computes in fp16/bf16 only (the first update fails); one of "
+                         f"{', '.join(PRECISIONS)}")
     if name not in PRECISIONS:
         raise ValueError(f"precision={name!r} is not allowed with trainer=verl: one of {', '.join(PRECISIONS)}")
     p = PRECISIONS[name]
@@ -127,9 +130,6 @@ def precision(cfg, options: VerlOptions) -> Precision:
     if p.train_dtype == "fp8" and options.strategy != "megatron":
         raise ValueError(f"precision={name} is not allowed with trainer.verl.strategy={options.strategy}: FP8 "
                          f"training needs strategy=megatron (TransformerEngine)")
-    if p.train_dtype == "fp32" and options.strategy == "megatron":
-        raise ValueError(f"precision={name} is not allowed with trainer.verl.strategy=megatron: verl's megatron "
-                         f"engine trains in bfloat16 or float16; use strategy=fsdp")
     return p
 
 

@@ -52,7 +52,7 @@ class Setup:
     gpus: int
     utilization: float
     rollout_tp: int
-    rollout_bytes: int  # per weight: 2 (bf16/fp16), 1 (fp8), 4 (fp32)
+    rollout_bytes: int  # per weight: 2 (bf16/fp16), 1 (fp8)
     sequence: int  # prompt + response tokens
     megatron: bool
     offload: bool

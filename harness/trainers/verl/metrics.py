@@ -82,6 +82,19 @@ def translate(data: Dict[str, object]) -> Dict[str, float]:
     return out
 
 
+def last_logged_step(path: Path) -> int:
+    """The largest step of a metrics.jsonl (the run folder's or verl's), -1 when it has none."""
+    last = -1
+    if Path(path).is_file():
+        with Path(path).open("rb") as fh:
+            for line in fh:
+                try:
+                    last = max(last, int(json.loads(line)["step"]))
+                except (ValueError, KeyError, TypeError):
+                    continue
+    return last
+
+
 class MetricsFollower:
     """Reads the complete lines verl has appended since the last call (the file may not exist yet, and is
     truncated when verl restarts: then it is read from the start again)."""

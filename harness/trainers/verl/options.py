@@ -48,6 +48,7 @@ class VerlOptions:
     router_replay: str = "disabled"  # MoE router replay: disabled | R2 | R3 (megatron, MoE models)
     entropy_coeff: float = 0.0
     offload: bool = False  # actor parameters and optimizer states on the CPU between uses (verl's *_offload)
+    keep_checkpoints: Optional[int] = 2  # newest verl checkpoints kept (max_actor_ckpt_to_keep); null: all
     ray_port: Optional[int] = None  # first of the job's block of Ray ports (null: derived from the Slurm job id)
     data: VerlData = field(default_factory=VerlData)
     env: Dict[str, str] = field(default_factory=dict)  # exported in the batch script (HF_HOME, NCCL_*)

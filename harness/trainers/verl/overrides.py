@@ -207,6 +207,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         ("trainer.total_epochs", 100000),  # steps bound the run, not epochs
         ("trainer.test_freq", t.eval_every),
         ("trainer.save_freq", t.checkpoint_every),
+        ("trainer.max_actor_ckpt_to_keep", o.keep_checkpoints),  # no critic: GRPO/RLOO advantages
         ("trainer.val_before_train", True),
         ("trainer.logger", ["console", "file"]),
         ("trainer.project_name", cfg.experiment_name),

@@ -4,26 +4,33 @@
 `trainer.verl.dry_run`, executes its batch script (Ray + verl main_ppo) in its own process group, forwards
 verl's metrics to the tracker as they appear (metrics.py), and marks each verl checkpoint with a harness
 checkpoint record (`checkpoints/last.json`: step + tracking run), so a requeued or resumed job continues
-the same MLflow run while verl resumes its own checkpoint. A non-zero exit of the script fails the run.
+the same MLflow run while verl resumes its own checkpoint. verl recomputes the steps an earlier attempt
+logged after that checkpoint: they are skipped (the run keeps what it recorded first, in its metrics.jsonl
+and MLflow alike), and the earlier attempt's verl log is set aside (`verl/metrics.previous.jsonl`), not
+read again. A non-zero exit of the script fails the run.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
-from harness.trainers.verl.metrics import MetricsFollower, translate
+from harness.trainers.verl.metrics import MetricsFollower, last_logged_step, translate
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.plan import Plan, build_plan
 
 POLL_S = 5.0
 STOP_GRACE_S = 30.0
+_STEP_DIR = re.compile(r"global_step_(\d+)")
 
 
 def latest_verl_checkpoint(folder: Path) -> Optional[Path]:
@@ -35,13 +42,30 @@ def latest_verl_checkpoint(folder: Path) -> Optional[Path]:
     return step_dir if step_dir.is_dir() else None
 
 
+def prune_checkpoints(folder: Path, keep: Optional[int]) -> List[Path]:
+    """Remove the checkpoints of earlier attempts beyond `keep` (verl prunes only those its own process saved,
+    so a requeued job would keep every attempt's): the latest (what verl resumes) and the keep - 1 before it
+    stay, and so does anything after the latest (a save cut short, which verl overwrites)."""
+    latest = latest_verl_checkpoint(folder)
+    newest = _STEP_DIR.fullmatch(latest.name) if latest is not None else None
+    if keep is None or newest is None:
+        return []
+    step = int(newest.group(1))
+    older = sorted((int(m.group(1)), d) for d in Path(folder).iterdir()
+                   if d.is_dir() and (m := _STEP_DIR.fullmatch(d.name)) and int(m.group(1)) < step)
+    doomed = [d for _, d in older[::-1][keep - 1:]]
+    for d in doomed:
+        shutil.rmtree(d, ignore_errors=True)
+    return doomed
+
+
 class VerlTrainer:
     def __init__(self, cfg, run_dir: Path, tracker):
         self.cfg, self.run_dir, self.tracker = cfg, Path(run_dir).resolve(), tracker  # absolute: Ray workers
         self.options = verl_options(cfg)
         self.resume_from = self._resume_source()
         self.plan: Plan = build_plan(cfg, self.run_dir, resume_from=self.resume_from)
-        self.last_step = self._resumed_step()
+        self.last_step = self._recorded_step()
         self.checkpointed: Optional[Path] = latest_verl_checkpoint(self.plan.paths.checkpoints)
         self.final: Dict[str, float] = {}
         self.best_eval: Optional[float] = None
@@ -60,13 +84,16 @@ class VerlTrainer:
             raise FileNotFoundError(f"trainer.resume={resume!r}: no verl checkpoint under {folder}/checkpoints/verl")
         return str(found)
 
-    def _resumed_step(self) -> int:
+    def _recorded_step(self) -> int:
+        """The last step this run recorded, when it continues its own earlier attempt (else -1): at least its
+        checkpoint's, and the steps logged after it. verl recomputes those from the checkpoint with other
+        samples; the run keeps the values it recorded first, so every step is in it once."""
         meta = checkpoint_paths(self.run_dir)[1]
-        if self.cfg.trainer.get("resume") and meta.is_file():
-            import json
-
-            return int(json.loads(meta.read_text()).get("step", 0))
-        return -1
+        if not (self.cfg.trainer.get("resume") and meta.is_file()):
+            return -1
+        checkpoint = int(json.loads(meta.read_text()).get("step", 0))
+        return max(checkpoint, last_logged_step(self.run_dir / "metrics.jsonl"),
+                   getattr(self.tracker, "skip_through_step", -1))
 
     def train(self) -> Dict[str, float]:
         script = self.plan.write()
@@ -75,6 +102,13 @@ class VerlTrainer:
         if self.options.dry_run:
             print(self.plan.describe(), flush=True)
             return {}
+        pruned = prune_checkpoints(self.plan.paths.checkpoints, self.options.keep_checkpoints)
+        if pruned:
+            print(f"verl: removed {len(pruned)} earlier checkpoint(s) beyond trainer.verl.keep_checkpoints="
+                  f"{self.options.keep_checkpoints}: {', '.join(d.name for d in pruned)}", flush=True)
+        metrics = self.plan.paths.metrics
+        if metrics.is_file():  # an earlier attempt's: the follower reads only what this verl writes
+            metrics.replace(metrics.with_name("metrics.previous.jsonl"))
         log_path = self.plan.paths.verl_dir / "launch.log"
         proc = subprocess.Popen(["bash", str(script)], cwd=self.run_dir, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -99,7 +133,7 @@ class VerlTrainer:
     def _forward(self, follower: MetricsFollower) -> None:
         for step, data in follower.poll():
             metrics = translate(data)
-            if not metrics or step <= self.last_step:  # a resumed verl logs its restart step again
+            if not metrics or step <= self.last_step:  # recorded by an earlier attempt
                 continue
             self.tracker.log_metrics(metrics, step=step)
             self.final.update(metrics)

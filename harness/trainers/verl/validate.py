@@ -77,6 +77,8 @@ def _check_options(o: VerlOptions) -> None:
           "null (micro_batch_per_gpu sequences per micro-batch) or tokens >= 1")
     _need(o.local_gpu_memory_gb is None or o.local_gpu_memory_gb > 0, f"{v}.local_gpu_memory_gb",
           o.local_gpu_memory_gb, "null (unknown) or GB > 0")
+    _need(o.keep_checkpoints is None or o.keep_checkpoints >= 1, f"{v}.keep_checkpoints", o.keep_checkpoints,
+          "null (keep every checkpoint) or an integer >= 1 (the newest kept)")
     _need(o.data.max_train_samples is None or o.data.max_train_samples >= 1, f"{v}.data.max_train_samples",
           o.data.max_train_samples, "null (all) or >= 1")
     if o.strategy != "megatron":
@@ -176,7 +178,7 @@ def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site)
         return
     m = cfg.model
     precision = layout.precision(cfg, options)
-    rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 4 if precision.rollout_dtype == "float32" else 2
+    rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 2
     megatron = options.strategy == "megatron"
     model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads,
                   extras.expert_params_b)

@@ -62,6 +62,7 @@ def check(config_name: str, overrides: list) -> dict:
         "enforce_eager": rollout.enforce_eager, "max_model_len": rollout.max_model_len,
         "tq_storage_units": cfg.transfer_queue.backend.SimpleStorage.num_data_storage_units,
         "use_v1": cfg.trainer.use_v1, "calculate_entropy": actor.calculate_entropy,
+        "max_actor_ckpt_to_keep": cfg.trainer.max_actor_ckpt_to_keep,
         "use_dynamic_bsz": actor.use_dynamic_bsz, "ppo_max_token_len_per_gpu": actor.ppo_max_token_len_per_gpu,
         "log_prob_max_token_len_per_gpu": rollout.log_prob_max_token_len_per_gpu,
         "routing_replay": rollout.enable_rollout_routing_replay,
