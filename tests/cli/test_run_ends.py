@@ -42,7 +42,7 @@ def test_debug_quick_learns_logs_and_says_where_it_is(run_harness):
             "accuracy)") in finished, finished
 
     log = (run_dir / "job.log").read_text()
-    for line in ("run debug=quick: dppo, sorting, fp32, seed 0", "warm start:", "step 0/12: eval/accuracy=",
+    for line in ("run debug=quick: dppo, sorting, bf16, seed 0", "warm start:", "step 0/12: eval/accuracy=",
                  "step 12/12: train/reward=", "run debug=quick: FINISHED"):
         assert line in log, (line, log)
     assert "harness.run" not in proc.stdout + proc.stderr, "the run's record goes to job.log, not the screen"

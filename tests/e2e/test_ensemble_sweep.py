@@ -32,11 +32,14 @@ def per_run(folder: Path) -> dict:
 
 
 def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness, tmp_path):
-    together = run_harness("-m", *GRID, *QUICK, f"hydra.sweep.dir={tmp_path / 'together'}",
+    # fp32: a bf16 rollout's batched kernels round by the ensemble's size (objective/abs_pi_minus_nu 0.00521
+    # together against 0.00535 alone at step 3), beyond this test's 1e-4 (README, Ensembles)
+    together = run_harness("-m", *GRID, *QUICK, "precision=fp32", f"hydra.sweep.dir={tmp_path / 'together'}",
                            "experiment_name=together", check=True)
     assert "ensemble: 2 runs train together" in together.stdout
     assert "4 runs: 4 finished" in together.stdout
-    alone = run_harness("-m", *GRID, *QUICK, "launcher.members=1", f"hydra.sweep.dir={tmp_path / 'alone'}",
+    alone = run_harness("-m", *GRID, *QUICK, "precision=fp32", "launcher.members=1",
+                        f"hydra.sweep.dir={tmp_path / 'alone'}",
                         "experiment_name=alone", check=True)
     assert "ensemble:" not in alone.stdout
     a, b = per_run(tmp_path / "together"), per_run(tmp_path / "alone")
