@@ -37,7 +37,7 @@ def test_dataset_presets_compose_and_have_aime_evals(dataset):
 
 def test_only_the_toy_experiments_are_not_verl_presets():
     others = {p.stem for p in (CONF / "experiment").glob("*.yaml")} - set(EXPERIMENTS)
-    assert others == {"toy_lowprob", "toy_mismatch", "toy_onpolicy", "toy_sanity"} and len(EXPERIMENTS) == 10
+    assert others == {"toy_drift", "toy_lowprob", "toy_mismatch", "toy_onpolicy", "toy_sanity"} and len(EXPERIMENTS) == 10
 
 
 def test_moe_extras_name_a_shipped_model():
