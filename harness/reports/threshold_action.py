@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from harness.reports.data import Run, SweepData, fmt
+from harness.reports.outcomes import whole_mean
 from harness.reports.summary import summarize
 from harness.reports.thresholds import default_threshold
 
@@ -74,12 +75,7 @@ def caveats(objective: str, name: str, symbol: str, acts: Sequence[Action]) -> L
 
 
 def _mean_of(data: SweepData, runs: Sequence[Run], key: str) -> Optional[float]:
-    per_run = []
-    for run in runs:
-        values = data.curve(run, key)[1]
-        values = values[np.isfinite(values)] if len(values) else values
-        if len(values):
-            per_run.append(float(values.mean()))
+    per_run = [m for m in (whole_mean(data, run, key) for run in runs) if m is not None]
     return float(np.mean(per_run)) if per_run else None
 
 
