@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from scipy import stats
 
-from harness.reports import pilot, plots, preconditions
+from harness.reports import pilot, plots, preconditions, serial_designs
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed, resolution
@@ -222,6 +222,9 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     word, reason = overall(outcomes)
     if refused and not any(len(arm) for o in outcomes for _, arm in o.arms):  # no main run: nothing was tested
         reason = f"the pilot refused the main runs, so no declared test ran — {refused}"
+    family = serial_designs.family_text(design.earlier_designs, outcomes, word)
+    if family:
+        page.text(family)
     page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
     return word
 

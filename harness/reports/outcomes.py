@@ -88,6 +88,7 @@ _COMPUTE: Dict[str, Callable[[SweepData, Run, int], Optional[float]]] = {
     "learning_speed": _early,
     "train_accuracy": lambda d, r, k: tail_mean(d, r, "train/accuracy") if r.status == "FINISHED" else None,
     "entropy": lambda d, r, k: tail_mean(d, r, "train/entropy"),
+    "masked_share": lambda d, r, k: whole_mean(d, r, "objective/masked_frac"),
     "lowprob_clipped": lambda d, r, k: whole_mean(d, r, "objective/lowprob_masked_frac"),
     "lowprob_share": lambda d, r, k: tail_mean(d, r, "objective/lowprob_frac", True),
     "mismatch": lambda d, r, k: tail_mean(d, r, "train/mismatch"),

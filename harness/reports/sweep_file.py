@@ -65,6 +65,7 @@ class SweepFile:
     underpowered: Any = None  # "accepted": run a design below its power target anyway
     first_seed: Any = None  # seeds: auto counts its seeds from here (a follow-up design on fresh seeds)
     sizing: Any = None  # how a design without a pilot was sized (e.g. from an earlier design's runs)
+    earlier_designs: Any = None  # designs of the same claim tested before this one (α over serial redesigns)
 
 
 def resolve_path(name: str, dirs: List[Path]) -> Tuple[Optional[Path], bool]:

@@ -11,6 +11,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     first_seed: 0          # seeds: auto runs first_seed, first_seed + 1, ... (a follow-up design on fresh seeds)
     sizing: "..."          # without a pilot: how the budget was sized (e.g. simulated from an earlier design's
                            # runs), printed on the report page in place of the pilot's section
+    earlier_designs: 4     # designs of this claim tested before this one: the page accounts α over all of them
     tests:
       - name: dppo reaches the target
         measure: train_accuracy
@@ -121,6 +122,7 @@ class Design:
     underpowered_accepted: bool = False
     first_seed: int = 0  # seeds: auto runs first_seed .. first_seed + max_seeds − 1
     sizing: str = ""  # without a pilot: how the budget was sized, stated before the runs
+    earlier_designs: int = 0  # designs of the same claim tested before this one (α over serial redesigns)
 
     def main_seeds(self, start: int, stop: int) -> range:
         """The study's seeds start..stop − 1, counted from first_seed."""
@@ -230,10 +232,14 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     underpowered = data.pop("underpowered", None)
     if underpowered not in (None, "accepted"):
         raise bad("'underpowered'", f"is {underpowered!r}; allowed: accepted")
+    earlier = data.pop("earlier_designs", 0)
+    if isinstance(earlier, bool) or not isinstance(earlier, int) or earlier < 0:
+        raise bad("'earlier_designs'", f"is {earlier!r}; allowed: an integer ≥ 0 (designs of this claim tested "
+                  "before this one)")
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
                     _preconditions(data.pop("preconditions", None), bad, MEASURES),
                     _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed,
-                    " ".join(sizing.split()))
+                    " ".join(sizing.split()), earlier)
     used = range(first_seed, first_seed + (design.max_seeds(per_seed) or 0))
     if design.pilot and set(design.pilot.seeds) & set(used):
         raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "

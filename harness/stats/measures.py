@@ -15,6 +15,8 @@ MEASURES: Dict[str, Tuple[str, Bounds]] = {  # name -> (description, bounds)
     "entropy": ("token entropy (nats), mean over the last 10% of steps", (0.0, None)),
     "log_entropy_change": ("log(token entropy over the last 10% of steps / over the first 10%): −2.3 is a "
                            "tenfold fall", (None, None)),
+    "masked_share": ("fraction of tokens the trust region masks or clips (objective/masked_frac), mean over all "
+                     "steps: does the threshold bind?", (0.0, 1.0)),
     "lowprob_clipped": ("fraction of low-probability tokens (ν < 0.2) clipped, mean over all steps", (0.0, 1.0)),
     "lowprob_share": ("fraction of sampled tokens with ν < 0.2, mean over the first 10% of steps", (0.0, 1.0)),
     "mismatch": ("mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None)),

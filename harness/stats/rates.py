@@ -42,3 +42,34 @@ def runs_to_show_below(bound: float, alpha: float) -> int:
     if bound <= 0.0:
         raise ValueError("a rate cannot be shown below 0")
     return max(1, math.ceil(math.log(alpha) / math.log1p(-bound) - 1e-12))
+
+
+def p_greater(a: Count, b: Count) -> float:
+    """One-sided Fisher exact test of H0: a's rate ≤ b's (small p shows a's rate is higher)."""
+    if a.runs == 0 or b.runs == 0:
+        return 1.0
+    table = [[a.events, a.runs - a.events], [b.events, b.runs - b.events]]
+    return float(stats.fisher_exact(table, alternative="greater")[1])
+
+
+def fisher_power(rate_a: float, rate_b: float, runs: int, alpha: float) -> float:
+    """Exact power of the one-sided Fisher test (a's rate above b's) at level α with `runs` runs per arm, when
+    the true rates are rate_a and rate_b: the probability, summed over every pair of counts, that the test
+    rejects. Its size (rate_a = rate_b) is ≤ α, as Fisher's test is conditional and conservative."""
+    ks = range(runs + 1)
+    pa = stats.binom.pmf(list(ks), runs, rate_a)
+    pb = stats.binom.pmf(list(ks), runs, rate_b)
+    power = 0.0
+    for i in ks:
+        for j in ks:
+            if pa[i] * pb[j] > 0 and p_greater(Count(i, runs), Count(j, runs)) <= alpha:
+                power += pa[i] * pb[j]
+    return float(power)
+
+
+def runs_for_fisher_power(rate_a: float, rate_b: float, alpha: float, power: float, most: int = 200) -> int:
+    """The fewest runs per arm at which the one-sided Fisher test reaches `power` (None past `most`)."""
+    for n in range(2, most + 1):
+        if fisher_power(rate_a, rate_b, n, alpha) >= power:
+            return n
+    return None

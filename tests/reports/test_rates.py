@@ -45,3 +45,22 @@ def test_edges():
     assert rates.p_below(rates.Count(0, 10), 1.0) == 0.0 and rates.p_below(rates.Count(0, 10), 0.0) == 1.0
     assert rates.runs_to_show_below(1.0, 0.05) == 1
     assert str(rates.Count(2, 8)) == "2/8"
+
+
+def test_the_exact_fisher_power_matches_simulated_studies():
+    rng = np.random.default_rng(11)
+    sims, n = 3000, 16
+    simulated = np.mean([rates.p_greater(rates.Count(int(a), n), rates.Count(int(b), n)) <= 0.05
+                         for a, b in zip(rng.binomial(n, 0.6, sims), rng.binomial(n, 0.2, sims))])
+    assert abs(rates.fisher_power(0.6, 0.2, n, 0.05) - simulated) < 3 * np.sqrt(0.25 / sims)
+
+
+@pytest.mark.parametrize("rate", [0.05, 0.3, 0.7])
+def test_the_one_sided_fisher_test_holds_its_size_at_any_common_rate(rate):
+    assert rates.fisher_power(rate, rate, 20, 0.05) <= 0.05
+
+
+def test_the_runs_asked_for_reach_the_power_and_one_fewer_do_not():
+    n = rates.runs_for_fisher_power(0.4, 0.05, 0.05, 0.8)
+    assert rates.fisher_power(0.4, 0.05, n, 0.05) >= 0.8 > rates.fisher_power(0.4, 0.05, n - 1, 0.05)
+    assert 18 <= n <= 30  # the ~24 per arm the planning figure gives

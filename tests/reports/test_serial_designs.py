@@ -1,0 +1,49 @@
+"""α over a claim's serial redesigns (harness/reports/serial_designs.py): a verdict is also read with its
+decisive p multiplied by the number of designs of the claim, and the sweep file declares that number."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.reports.serial_designs import family_text
+from harness.stats import inference
+from harness.stats.design import parse_design
+
+
+def _outcome(p_effect, p_against, check=False, alpha=0.05):
+    decision = SimpleNamespace(p_effect=p_effect, p_against=p_against)
+    return SimpleNamespace(test=SimpleNamespace(check=check), decision=decision, alpha=alpha)
+
+
+def test_a_first_design_has_nothing_to_account():
+    assert family_text(0, [_outcome(0.001, 0.9)], inference.REPRODUCED) is None
+
+
+def test_a_reproduced_verdict_holds_only_if_its_largest_p_times_the_designs_is_below_alpha():
+    outcomes = [_outcome(0.004, 0.9), _outcome(0.011, 0.8), _outcome(0.5, 0.5, check=True)]
+    held = family_text(3, outcomes, inference.REPRODUCED)
+    assert "design 4 of this claim" in held and "0.011 × 4 = 0.044" in held and "the verdict holds" in held
+    lost = family_text(4, outcomes, inference.REPRODUCED)
+    assert "0.011 × 5 = 0.055" in lost and "does not hold" in lost
+
+
+def test_a_contradiction_is_corrected_over_the_parts_and_the_designs():
+    outcomes = [_outcome(0.9, 0.004), _outcome(0.6, 0.3)]
+    text = family_text(2, outcomes, inference.NOT_REPRODUCED)
+    assert "0.008 × 3 = 0.024" in text and "holds" in text
+
+
+def test_an_undecided_design_spends_nothing():
+    assert "decided nothing" in family_text(1, [_outcome(0.2, 0.3)], inference.INCONCLUSIVE)
+
+
+@pytest.mark.parametrize("value", [-1, "two", True, 1.5])
+def test_earlier_designs_must_be_a_count(value):
+    with pytest.raises(ValueError, match="'earlier_designs' is"):
+        parse_design("claim", {"earlier_designs": value})
+
+
+def test_the_claim_files_declare_their_earlier_designs():
+    assert parse_design("claim", {"earlier_designs": 3}).earlier_designs == 3
+    assert parse_design("claim", {}).earlier_designs == 0
