@@ -96,13 +96,15 @@ def _claim_sweeps(uri):
         "train/accuracy": (steps, np.linspace(0.3, 1.0, len(steps)))}) for o in ("grpo", "bandpo") for s in range(5)]
     write_sweep(uri, runs, "2026-08-01/00-00-00-000000", steps=20, eval_every=5)
     sweeps["claim_bandpo"] = "2026-08-01/00-00-00-000000"
-    runs = [FakeRun(o, seed=s, precision="fp8_rollout", params={"precision.mismatch_scale": m}, metrics={
-        "eval/accuracy": (evals, [0.3, 0.4, 0.5, e, e]), "train/mismatch": (steps, flat(1e-8 + 0.003 * m))})
-        for o in ("pg_is", "cispo", "dppo") for m in (0, 8) for s in range(4)
-        for e in [(0.1 if (m == 8 and o != "dppo") else 0.6) + 0.02 * s]]
+    runs = [FakeRun(o, seed=s, precision="fp8_rollout", params={"precision.weight_sync": w}, metrics={
+        "eval/accuracy": (evals, [0.3, 0.4, 0.5, e, e]),
+        "train/mismatch": (steps, np.linspace(0.01, 0.04, len(steps)) if w == "delta" else flat(0.004))})
+        for o in ("pg_is", "dppo") for w in ("full", "delta") for s in range(4)
+        for e in [(0.05 if (w == "delta" and o == "pg_is") else 0.6) + 0.02 * s]]
     write_sweep(uri, runs, "2026-08-02/00-00-00-000000", steps=20, eval_every=5)
     sweeps["claim_trust_region"] = "2026-08-02/00-00-00-000000"
-    runs = [FakeRun(o, {"delta": d}, seed=s) for o in ("dppo", "drpo") for d in (0.1, 0.2, 0.5) for s in range(3)]
+    runs = [FakeRun(o, {"delta": d}, seed=s) for o, d in (("dppo", 0.1), ("dppo", 0.2), ("drpo", 0.2), ("drpo", 12.5))
+            for s in range(3)]
     write_sweep(uri, runs, "2026-08-03/00-00-00-000000", steps=40, eval_every=10)
     sweeps["claim_drpo_vs_dppo"] = sweeps["stability"] = sweeps["sensitivity"] = "2026-08-03/00-00-00-000000"
     return sweeps
