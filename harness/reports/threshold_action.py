@@ -31,12 +31,15 @@ class Action:
     weight_high: Optional[float]
     mismatch: Optional[float]
     collapsed: int
+    judged: int  # the runs a collapse rate counts (finished, or collapsed before they ended)
 
 
 def actions(data: SweepData, by_value: Dict[float, List[Run]]) -> List[Action]:
+    """Per value; its collapse count is the one the verdict uses (`collapses`), so the two never disagree."""
+    flags = collapses(data, by_value)
     return [Action(value, len(runs), _mean_of(data, runs, MASKED), _mean_of(data, runs, WEIGHT_MEAN),
                    _mean_of(data, runs, WEIGHT_MIN), _mean_of(data, runs, WEIGHT_MAX), _mean_of(data, runs, MISMATCH),
-                   sum(summarize(data, r).collapse is not None for r in runs))
+                   sum(flags.get(value, {}).values()), len(flags.get(value, {})))
             for value, runs in sorted(by_value.items())]
 
 
@@ -44,11 +47,12 @@ def row(name: str, symbol: str, action: Action) -> list:
     weights = (None if action.weight_low is None else
                f"{action.weight_mean:.3f} [{action.weight_low:.3f}, {action.weight_high:.3f}]")
     return [name, f"{symbol}={fmt(action.value)}", action.runs, _share(action.masked), weights,
-            None if action.mismatch is None else f"{action.mismatch:.2g}", f"{action.collapsed}/{action.runs}"]
+            None if action.mismatch is None else f"{action.mismatch:.2g}", f"{action.collapsed}/{action.judged}"]
 
 
 HEADER = ["variant", "threshold", "runs", "tokens masked (mean over training)",
-          "gradient weight: mean [per-step min, max]", "mismatch |μ − π'|", "collapsed"]
+          "gradient weight: mean [per-step min, max]", "mismatch |μ − π'|",
+          "collapsed (of the runs finished or collapsed)"]
 
 
 def caveats(objective: str, name: str, symbol: str, acts: Sequence[Action]) -> List[str]:

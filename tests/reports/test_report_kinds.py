@@ -180,13 +180,16 @@ def test_sensitivity_says_what_the_threshold_did(shared_store, tmp_path, capsys)
     runs = [FakeRun("drpo", {"delta": d}, seed=s, metrics=acted(m, 1e-8, s)) for d, m in ((0.1, 0.03), (0.2, 0.004))
             for s in range(3)]
     runs.append(FakeRun("drpo", {"delta": 0.2}, seed=3, metrics=acted(0.004, 1e-8, 3, collapsed=True)))
+    killed = acted(0.03, 1e-8, 4)  # stopped early without collapsing: in no collapse rate, table or verdict
+    runs.append(FakeRun("drpo", {"delta": 0.1}, seed=4, status="KILLED",
+                        metrics={k: (x[:2], y[:2]) for k, (x, y) in killed.items()}))
     write_sweep(uri, runs, "2026-05-07/00-00-00-000000", steps=20, eval_every=2)
     out = tmp_path / "reports"
     assert main(["2026-05-07/00-00-00-000000", "--tracking-uri", uri, "--out", str(out), "--kind", "sensitivity"]) == 0, \
         capsys.readouterr().err
     sens = (out / "sensitivity" / "summary.md").read_text()
     assert "## What the threshold did" in sens
-    assert "| drpo | δ=0.1 | 3 | 3.00% | 0.900 [-0.400, 2.000] | 1e-08 | 0/3 |" in sens
+    assert "| drpo | δ=0.1 | 4 | 3.00% | 0.900 [-0.400, 2.000] | 1e-08 | 0/3 |" in sens
     assert "| drpo | δ=0.2 | 4 | 0.40% | 0.900 [-0.400, 2.000] | 1e-08 | 1/4 |" in sens
     assert "drpo: at δ=0.2 (0.40%) the objective stopped pushing fewer than 1% of tokens" in sens
     assert "drpo: the rollout's mismatch with the trainer is float noise" in sens
