@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness.config.selectors import parse_selector
+from harness.stats.design_gates import Pilot, Precondition, parse_pilot, parse_preconditions
 from harness.stats.grid_seeds import fixed_seeds, runs_per_seed
 from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
@@ -72,32 +73,6 @@ class TestSpec:
     @property
     def arms(self) -> int:
         return len(self.contrast)
-
-
-@dataclass(frozen=True)
-class Precondition:
-    name: str
-    measure: str
-    arm: Tuple[Tuple[str, Any], ...]  # selector pairs; () is every run
-    at_least: Optional[float] = None
-    at_most: Optional[float] = None
-
-    @property
-    def rule(self) -> str:
-        return f"≥ {self.at_least:g}" if self.at_least is not None else f"≤ {self.at_most:g}"
-
-
-SIZE_FOR = ("reproduced", "both")
-
-
-@dataclass(frozen=True)
-class Pilot:
-    seeds: Tuple[int, ...]
-    size_for: str = "reproduced"  # "both": also the power to decide "not reproduced" when there is no effect
-
-    @property
-    def both(self) -> bool:
-        return self.size_for == "both"
 
 
 @dataclass(frozen=True)
@@ -237,8 +212,8 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         raise bad("'earlier_designs'", f"is {earlier!r}; allowed: an integer ≥ 0 (designs of this claim tested "
                   "before this one)")
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
-                    _preconditions(data.pop("preconditions", None), bad, MEASURES),
-                    _pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed,
+                    parse_preconditions(data.pop("preconditions", None), bad, MEASURES),
+                    parse_pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed,
                     " ".join(sizing.split()), earlier)
     used = range(first_seed, first_seed + (design.max_seeds(per_seed) or 0))
     if design.pilot and set(design.pilot.seeds) & set(used):
@@ -257,48 +232,3 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
             raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
                       f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
     return design
-
-
-def _pilot(raw, bad, adaptive: bool) -> Optional[Pilot]:
-    if raw is None:
-        return None
-    ok = isinstance(raw, dict) and "seeds" in raw and set(raw) <= {"seeds", "size_for"}
-    seeds = raw.get("seeds") if ok else None
-    if not isinstance(seeds, list) or len(seeds) < 2 or not all(
-            isinstance(s, int) and not isinstance(s, bool) for s in seeds) or len(set(seeds)) != len(seeds):
-        raise bad("'pilot'", f"is {raw!r}; allowed: {{seeds: [≥ 2 distinct integer seeds], size_for: "
-                  f"{' | '.join(SIZE_FOR)} (optional)}}")
-    size_for = raw.get("size_for", "reproduced")
-    if size_for not in SIZE_FOR:
-        raise bad("'pilot.size_for'", f"is {size_for!r}; allowed: {', '.join(SIZE_FOR)}")
-    if not adaptive:
-        raise bad("'pilot'", "needs seeds: auto (the pilot sizes the rounds that follow it)")
-    return Pilot(tuple(seeds), size_for)
-
-
-def _preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise bad("'preconditions'", "must be a list of {name, measure, arm, at_least | at_most}")
-    out = []
-    for i, item in enumerate(raw):
-        where = f"preconditions[{i}]"
-        if not isinstance(item, dict):
-            raise bad(where, "must be a mapping")
-        unknown = set(item) - {"name", "measure", "arm", "at_least", "at_most"}
-        if unknown:
-            raise bad(f"{where} key {sorted(unknown)[0]!r}", "is not allowed; allowed: name, measure, arm, "
-                      "at_least, at_most")
-        if item.get("measure") not in measures:
-            raise bad(f"{where}.measure", f"is {item.get('measure')!r}; allowed: {', '.join(measures)}")
-        limits = [k for k in ("at_least", "at_most") if item.get(k) is not None]
-        if len(limits) != 1:
-            raise bad(where, "needs exactly one of at_least, at_most (the threshold the measure must meet)")
-        value = item[limits[0]]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad(f"{where}.{limits[0]}", f"is {value!r}; allowed: a number")
-        arm = parse_selector(item["arm"]) if item.get("arm") else ()
-        out.append(Precondition(str(item.get("name") or f"precondition {i + 1}"), item["measure"], arm,
-                                **{limits[0]: float(value)}))
-    return tuple(out)
