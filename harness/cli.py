@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any, List, Optional
 
+from harness.config.flags import NEW_SWEEP_ENV  # a few names: no heavy import
+
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
 TOOLS = {
@@ -215,8 +217,6 @@ def _launch(start, multirun: bool) -> int:
 
 def _how_to_go_on(multirun: bool) -> str:
     """What a stopped run or sweep left, and how to continue a sweep (harness/sweeps/continued.py)."""
-    from harness.config.flags import NEW_SWEEP_ENV
-
     if not multirun or os.environ.get("HARNESS_NAMED_SWEEP"):
         return "the run in progress is recorded as KILLED"
     again = "the same command (without --new-sweep)" if os.environ.get(NEW_SWEEP_ENV) else "the same command"
