@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import time
 from pathlib import Path
@@ -30,8 +29,6 @@ from harness.infra.claim import held_by
 from harness.infra.secrets import mask_tree
 from harness.launchers.folder_claims import FolderTaken, check_sweep_jobs
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, job_statuses
-
-log = logging.getLogger("harness")
 
 COMMAND_FILE = "command.json"
 STOPPED = ("KILLED", "UNKNOWN", "RUNNING")  # a job that did not end: its process was stopped or died
