@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any, List, Optional
 
+from harness.config.flags import NEW_SWEEP_ENV  # a few names: no heavy import
+
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
 TOOLS = {
@@ -41,7 +43,8 @@ examples:
 
 overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
 flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
-       --dry-run (verl plans), --yes (a grid of over 10,000 jobs), --hydra-help (Hydra's own help)
+       --dry-run (verl plans), --yes (a grid of over 10,000 jobs), --hydra-help (Hydra's own help),
+       --new-sweep (a new sweep folder, where re-running a stopped sweep's command would continue it)
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
@@ -139,10 +142,11 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
-    from harness.config.flags import harness_flags, informs_only
+    from harness.config.flags import harness_flags, informs_only, take_new_sweep_flag
     from harness.config.limits import take_yes_flag
 
-    argv = harness_flags(take_yes_flag(argv))  # a grid above HARNESS_MAX_JOBS jobs runs only with --yes
+    # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued
+    argv = harness_flags(take_new_sweep_flag(take_yes_flag(argv)))
     launches = not informs_only(argv)
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
@@ -198,8 +202,7 @@ def _launch(start, multirun: bool) -> int:
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
-        reason = str(err) or "interrupted (Ctrl-C)"
-        print(f"harness: stopped: {reason}; the run in progress is recorded as KILLED", file=sys.stderr)
+        print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {_how_to_go_on(multirun)}", file=sys.stderr)
         return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     ended = job_returns.job_results(returned)
     if multirun and ended:
@@ -210,6 +213,15 @@ def _launch(start, multirun: bool) -> int:
     elif ended and ended[-1].status != "SUBMITTED":
         print(where.run_where(ended[-1]))
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in ended) else 0
+
+
+def _how_to_go_on(multirun: bool) -> str:
+    """What a stopped run or sweep left, and how to continue a sweep (harness/sweeps/continued.py)."""
+    if not multirun or os.environ.get("HARNESS_NAMED_SWEEP"):
+        return "the run in progress is recorded as KILLED"
+    again = "the same command (without --new-sweep)" if os.environ.get(NEW_SWEEP_ENV) else "the same command"
+    return (f"its unfinished runs are recorded as KILLED; to continue the sweep from their checkpoints, run {again} "
+            "again")
 
 
 def print_job_configs(jobs, multirun: bool) -> None:

@@ -2,10 +2,16 @@
 config, and Hydra's flags that print something and run nothing."""
 from __future__ import annotations
 
+import os
 from typing import List
 
 HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
                  "--reuse-across-versions": "reuse_across_versions=true"}
+
+# `--new-sweep`: a sweep starts in a new folder even where a stopped sweep of the same command could be continued
+# (harness/sweeps/continued.py); an environment variable, so that it is no override of any job's config.
+NEW_SWEEP_FLAG = "--new-sweep"
+NEW_SWEEP_ENV = "HARNESS_NEW_SWEEP"
 
 INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
@@ -17,3 +23,10 @@ def harness_flags(argv: List[str]) -> List[str]:
 
 def informs_only(argv: List[str]) -> bool:
     return any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
+
+
+def take_new_sweep_flag(argv: List[str]) -> List[str]:
+    """`--new-sweep` removed from `argv`; given, the sweep starts in a new folder (`HARNESS_NEW_SWEEP=1`)."""
+    if NEW_SWEEP_FLAG in argv:
+        os.environ[NEW_SWEEP_ENV] = "1"
+    return [a for a in argv if a != NEW_SWEEP_FLAG]

@@ -169,7 +169,7 @@ class HarnessLauncher(Launcher):
         sweep_config, spec = self._numbered(copy.deepcopy(job.config), idx), job.spec
         resume = self._earlier_attempt(sweep_config, overrides)
         if resume:
-            log.warning("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)
+            log.debug("job #%d: resuming the earlier attempt's checkpoint in %s", idx, resume)  # the run says it once
             sweep_config = self._numbered(self._sweep_config([*overrides, f"trainer.resume={resume}"]), idx)
             spec = None
         HydraConfig.instance().set_config(sweep_config)

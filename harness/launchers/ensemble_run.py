@@ -8,7 +8,6 @@ or KILLED together on SIGTERM / Ctrl-C, which then stops the sweep as a single j
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import signal
 from typing import Dict, List, Sequence
@@ -16,7 +15,7 @@ from typing import Dict, List, Sequence
 from hydra.core.utils import JobReturn, JobStatus, run_job
 
 from harness.launchers.job import Killed, StartedRun, _raise_killed, finish_run, start_run
-from harness.trainers.checkpoint import find_checkpoint
+from harness.trainers.checkpoint import checkpoint_step
 
 log = logging.getLogger("harness")
 
@@ -24,10 +23,7 @@ log = logging.getLogger("harness")
 def _start_step(run: StartedRun) -> int:
     """The step a member starts at: its checkpoint's when it resumes an earlier attempt, else 0."""
     source = run.spec.trainer.get("resume")
-    if not source:
-        return 0
-    meta = find_checkpoint(source).with_suffix(".json")
-    return int(json.loads(meta.read_text()).get("step", 0)) if meta.is_file() else 0
+    return checkpoint_step(source) if source else 0
 
 
 def _start(launcher, overrides: Sequence[str], idx: int) -> JobReturn:

@@ -98,6 +98,18 @@ def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
     if "multirun.yaml" not in held and set(held) & set(RUN_FILES):
         raise FolderTaken(f"hydra.sweep.dir={folder} is a single run's folder (status: {_status(folder)}); a sweep "
                           "writes only into a new folder or its own: choose another")
+    for index, job, sub in check_sweep_jobs(folder, jobs):
+        status = _status(folder / sub)
+        if status == "FINISHED" and (job.spec.get("force") or job.spec.tracking.backend == "none"):
+            why = "--force reruns it" if job.spec.get("force") else "tracking=none cannot skip it"
+            raise FolderTaken(f"hydra.sweep.dir={folder}: job {sub} FINISHED there and would be overwritten ({why}); "
+                              "choose a new folder")
+
+
+def check_sweep_jobs(folder: Path, jobs: Sequence) -> List[tuple]:
+    """(index, job, subfolder) of each of `jobs` whose folder exists in the sweep folder `folder`; FolderTaken
+    if one of them holds another job (other overrides)."""
+    found = []
     for index, job in enumerate(jobs):
         sub = _job_subdir(job, index)
         if sub is None or not (folder / sub).exists():
@@ -112,11 +124,8 @@ def _check_sweep_dir(folder: Path, jobs: Sequence) -> None:
             raise FolderTaken(f"hydra.sweep.dir={folder}: its job folder {sub} holds another job ({shown}), not "
                               f"this sweep's job {index}; a sweep writes only into new job folders or re-runs its "
                               "own: choose another folder")
-        status = _status(folder / sub)
-        if status == "FINISHED" and (job.spec.get("force") or job.spec.tracking.backend == "none"):
-            why = "--force reruns it" if job.spec.get("force") else "tracking=none cannot skip it"
-            raise FolderTaken(f"hydra.sweep.dir={folder}: job {sub} FINISHED there and would be overwritten ({why}); "
-                              "choose a new folder")
+        found.append((index, job, sub))
+    return found
 
 
 def _job_subdir(job, index: int) -> Optional[str]:

@@ -28,11 +28,12 @@ from harness.launchers.sweep_parent import close_parent_if_all_ended
 from harness.infra.secrets import safe_run_name, scrub
 from harness.trainers.pruning import Pruned
 from harness.tracking import open_tracker
+from harness.tracking.local_tracker import trim_metrics
 from harness.tracking.outage import apply_client_defaults
 from harness.tracking.store import mlflow_store
 from harness.tracking.ui import experiment_of_run
 from harness.trainers import build_trainer
-from harness.trainers.checkpoint import resumed_run_id
+from harness.trainers.checkpoint import checkpoint_paths, checkpoint_step, resumed_run_id
 from harness.trainers.resume import resumed_spec
 
 log = logging.getLogger("harness")
@@ -136,6 +137,11 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
     spec = resumed_spec(_validated(cfg, spec))  # a resumed run continues with its own spec
     name, run_dir, sweep_dir = _job_identity(cfg)
     store = _store_of(spec)
+    if sweep_dir and _status(run_dir) == "FINISHED":  # a sweep run again in its folder: this job is done
+        run_id = _checkpoint_run_id(run_dir)
+        print(f"run {name}: FINISHED earlier in this sweep" + (f" (mlflow run {run_id})" if run_id else "") +
+              ", skipped", flush=True)
+        return JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=run_id, tracking_uri=store)
     apply_client_defaults()  # before any MLflow client: seconds, not minutes, against a store that is down
     twin = finished_twin(spec)
     if twin:
@@ -153,8 +159,14 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
                                                             "started": time.time(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
+    resumed = ""
+    if spec.trainer.get("resume") and spec.trainer.name == "builtin":
+        step = checkpoint_step(str(spec.trainer.resume))
+        trim_metrics(run_dir, step)  # the steps after the checkpoint are computed again, and recorded once
+        resumed = f"resumed from step {step} of {spec.trainer.steps}, "
+        run_log.info("run %s: resumed from its checkpoint at step %d (%s)", name, step, spec.trainer.resume)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
-    print(f"run {name}: {tracker.where()}", flush=True)
+    print(f"run {name}: {resumed}{tracker.where()}", flush=True)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
                       result=result)
@@ -207,6 +219,21 @@ def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
         return finish_run(started, final, None)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _status(run_dir: Path) -> str:
+    try:
+        return (run_dir / "status.txt").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _checkpoint_run_id(run_dir: Path) -> Optional[str]:
+    """The MLflow run a job folder's checkpoint names (None without one)."""
+    try:
+        return json.loads(checkpoint_paths(run_dir)[1].read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _store_of(spec) -> Optional[str]:

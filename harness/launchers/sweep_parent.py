@@ -2,6 +2,9 @@
 `<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`). Opened by the sweepers once every job
 has been composed and validated (harness/sweeps/sweep_session.py), closed when the sweep ends.
 
+A sweep run again in its folder (continued: harness/sweeps/continued.py, or `hydra.sweep.dir=` given again)
+reopens the parent run it opened there before, on the same store.
+
 The parent holds the sweep definition (`sweep.yaml`: the task overrides), the sweep size (tag
 `harness.sweep_size`, for `python -m harness status --watch`) and, when the sweep ends, its status
 (FINISHED if every job finished, or was skipped / pruned / submitted, else FAILED).
@@ -100,18 +103,21 @@ class SweepParent:
         spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(config),
                        run_name=f"sweep {sweep_id(str(sweep_dir))}: {' '.join(shown)}"[:250], params={},
                        tags={k: scrub(v) for k, v in tags.items()}, artifact_location=artifact_root(config))
-        self.tracker = MlflowTracker(sweep_dir, spec, experiment_id=experiment_id)
+        earlier = _earlier_parent(sweep_dir, uri)  # a sweep continued in its folder continues its parent run
+        self.tracker = MlflowTracker(sweep_dir, spec, experiment_id=experiment_id, resume_run_id=earlier.get("run_id"))
         (sweep_dir / PARENT_FILE).write_text(json.dumps({
-            "run_id": self.tracker.run_id, "tracking_uri": on_disk(uri), "experiment_id": experiment.get("id"),
-            "run_uid": self.tracker.uid}, indent=1))
+            "run_id": self.tracker.run_id, "tracking_uri": on_disk(uri),
+            "experiment_id": experiment.get("id") or self.tracker.experiment_id,
+            "run_uid": earlier.get("run_uid") or self.tracker.uid}, indent=1))
         definition = {"sweep_id": sweep_id(str(sweep_dir)), "sweep_dir": str(sweep_dir.resolve()),
                       "experiment": spec.experiment_name, "jobs": self.size, "overrides": shown}
         (sweep_dir / SWEEP_FILE).write_text(yaml.safe_dump(definition, sort_keys=False))
         self.tracker.log_artifact(sweep_dir / SWEEP_FILE)
-        self._refresh_view(experiment.get("id"))
+        self._refresh_view(experiment.get("id") or self.tracker.experiment_id)
         atexit.register(self._close_if_still_open)
-        log.info("sweep %s: parent run %s", definition["sweep_id"],
-                 self.tracker.run_id or "spooled until the tracking store is reachable")
+        log.info("sweep %s: parent run %s%s", definition["sweep_id"],
+                 self.tracker.run_id or "spooled until the tracking store is reachable",
+                 " (continued)" if earlier else "")
 
     def _refresh_view(self, experiment_id: Optional[str]) -> None:
         """Experiments created before the harness view existed get it too; print where to look."""
@@ -164,6 +170,16 @@ class SweepParent:
             self._finish("KILLED", "the sweep stopped before all its jobs ended")
         except Exception as err:  # at interpreter exit: say it, `repair` closes the parent
             log.warning("sweep tracking: closing the parent run failed: %s", err)
+
+
+def _earlier_parent(sweep_dir: Path, uri: str) -> Dict[str, str]:
+    """The parent run an earlier invocation of this sweep opened in its folder, on the same store ({} if none)."""
+    try:
+        info = json.loads((sweep_dir / PARENT_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    same = isinstance(info, dict) and info.get("run_id") and info.get("tracking_uri") == on_disk(uri)
+    return info if same else {}
 
 
 def tracking_uri_of(config: DictConfig) -> Optional[str]:

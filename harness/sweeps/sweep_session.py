@@ -13,17 +13,23 @@ from harness.launchers.folder_guard import claim_folder, release_sweep_folder
 from harness.launchers.job_returns import job_results
 from harness.launchers.sweep_parent import SweepParent, tracking_uri_of
 from harness.reports import build_sweep_reports
+from harness.sweeps.continued import record_command
 
 log = logging.getLogger("harness")
 
 Returned = TypeVar("Returned")
 
 
-def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Returned]) -> Returned:
+def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Returned],
+              continuable: bool = False) -> Returned:
     """Run `launch` (the sweep's launches: it returns what the launcher returned) inside the sweep's session;
-    `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned."""
+    `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned.
+    continuable: record the sweep's command, so that re-running it continues the sweep if it stops
+    (harness/sweeps/continued.py)."""
     claim_folder(config, "hydra.sweep.dir", "sweep folder")
     try:
+        if continuable and size:
+            record_command(Path(str(config.hydra.sweep.dir)), config, size)
         parent = SweepParent(config, size).open()
         returned = launch()
         if parent.end(job_results(returned)):

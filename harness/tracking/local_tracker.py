@@ -1,5 +1,6 @@
 """The run folder's own record of a run: every step's metrics in `<run_dir>/metrics.jsonl`, and at the end
-`status.txt` (and `error.txt`). The base of every tracker, so a run keeps its record without MLflow."""
+`status.txt` (and `error.txt`). The base of every tracker, so a run keeps its record without MLflow. A run
+resumed in its folder first trims the file to its checkpoint's step (`trim_metrics`)."""
 from __future__ import annotations
 
 import json
@@ -53,3 +54,23 @@ class Tracker:
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
         pass
+
+
+def trim_metrics(run_dir: Path, through_step: int) -> None:
+    """Keep only the steps up to `through_step` in `<run_dir>/metrics.jsonl` (a run resumed from its checkpoint
+    at that step computes the later ones again, and records each once); a line cut short by a crash goes too."""
+    path = Path(run_dir) / "metrics.jsonl"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:  # none yet: a resume into a new folder
+        return
+    kept = []
+    for line in lines:
+        try:
+            step = json.loads(line).get("step")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(step, int) and step <= through_step:
+            kept.append(line + "\n")
+    if len(kept) != len(lines):
+        write_text_atomically(path, "".join(kept))

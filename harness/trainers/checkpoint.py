@@ -122,12 +122,20 @@ def load_checkpoint(resume: str, key: str = "trainer.resume") -> Dict[str, Any]:
                               f"({reason})") from None
 
 
+def _meta(source: str) -> Dict[str, Any]:
+    """The record beside the checkpoint of `source` (a run folder or checkpoint file); {} if there is none."""
+    meta = find_checkpoint(source).with_suffix(".json")
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
 def resumed_run_id(cfg) -> Optional[str]:
     """The tracking run a resumed job continues (None for a fresh run)."""
-    if not cfg.trainer.get("resume"):
-        return None
-    meta = find_checkpoint(cfg.trainer.resume).with_suffix(".json")
-    return json.loads(meta.read_text()).get("run_id") if meta.is_file() else None
+    return _meta(cfg.trainer.resume).get("run_id") if cfg.trainer.get("resume") else None
+
+
+def checkpoint_step(source: str) -> int:
+    """The step the checkpoint of `source` (a run folder or checkpoint file) was written at."""
+    return int(_meta(source).get("step", 0))
 
 
 def snapshot(state: Any) -> Any:

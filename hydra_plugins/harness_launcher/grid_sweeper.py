@@ -5,7 +5,8 @@ Hydra's basic sweeper creates the sweep folder, then composes each job of a batc
 early, and the launcher composes it again. Here the launcher composes and validates every job of the grid
 first (`HarnessLauncher.prepare`: bad input is one line and nothing is left behind), the checks that need
 the whole sweep run, the sweep session (folder claim, MLflow parent run) opens, and Hydra's sweeper launches
-the jobs the launcher already holds."""
+the jobs the launcher already holds. Re-running the command of a stopped sweep continues it in its folder
+(harness/sweeps/continued.py)."""
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
@@ -41,6 +42,7 @@ class GridSweeper(Sweeper):
     def sweep(self, arguments: List[str]) -> Any:
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
         from harness.launchers.preflight import check_jobs, print_dry_run
+        from harness.sweeps.continued import continue_stopped_sweep
         from harness.sweeps.sweep_session import run_sweep
 
         config = self.grid.config
@@ -52,5 +54,6 @@ class GridSweeper(Sweeper):
         jobs = self.grid.launcher.prepare(overrides)
         if print_dry_run(jobs):  # the plans only: nothing is checked against the cluster or started
             return []
+        continue_stopped_sweep(config, jobs)  # re-running a stopped sweep's command continues it, in its folder
         check_jobs(jobs, multirun=True)
-        return run_sweep(config, len(jobs), lambda: self.grid.sweep(arguments))
+        return run_sweep(config, len(jobs), lambda: self.grid.sweep(arguments), continuable=True)

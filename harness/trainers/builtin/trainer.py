@@ -98,7 +98,7 @@ class BuiltinTrainer:
         self.sample_gen.set_state(state["sample_gen"])
         torch.set_rng_state(state["torch_rng"])
         self.step, self.best_eval = state["step"], state["best_eval"]
-        log.info("resumed from step %d", self.step)
+        log.debug("resumed from step %d", self.step)  # the job says it (harness/launchers/job.py)
 
     # -- one RL step ---------------------------------------------------------------------------------
     def _rl_step(self) -> Dict[str, float]:

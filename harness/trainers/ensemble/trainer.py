@@ -125,7 +125,7 @@ class EnsembleTrainer:
         if source[0] == "trainer.resume" and state.get("rollout_engine"):  # a branch starts its engine afresh
             self._engine_states[member.index] = state["rollout_engine"]
         self.step_of[member.index] = int(state["step"])
-        log.info("member %d resumed from step %d", member.index, state["step"])
+        log.debug("member %d (%s) resumed from step %d", member.index, member.run_dir, state["step"])  # the job says it
 
     def member_state(self, member: Member) -> Dict:
         """Member's checkpoint, in the solo trainer's format."""

@@ -1,0 +1,125 @@
+"""Re-running the command of a stopped sweep continues that sweep, in its folder.
+
+A sweep records its command in `<sweep folder>/command.json`: a fingerprint of its normalized overrides (the
+task's and Hydra's, sorted; `hydra.mode` left out), its job count and when it started. A `multirun` whose sweep
+folder is made new for each invocation (the default `${output_root}/multirun/${now:...}/${now:...}`) first
+looks, among the folders that pattern makes, for the latest sweep of the same fingerprint that was stopped:
+not every one of its jobs ended (a job KILLED, one without a status, one never started), and no live process
+holds it. It then runs in that folder: its FINISHED jobs are skipped, its stopped jobs resume from their
+checkpoints into their own MLflow runs, the others start, and its MLflow parent run is reopened.
+
+Not continued: a sweep whose every job ended (FINISHED, FAILED, SKIPPED): the same command starts a new sweep,
+where skip-finished skips the FINISHED configs; an explicit `hydra.sweep.dir=` (that folder is used as given);
+`--new-sweep` (`HARNESS_NEW_SWEEP=1`); named sweeps (`sweep <name> --continue=<folder>`), detached sweeps,
+Optuna (its own study)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from harness.config.flags import NEW_SWEEP_ENV
+from harness.infra.atomic_file import write_text_atomically
+from harness.infra.claim import held_by
+from harness.infra.secrets import mask_tree
+from harness.launchers.folder_claims import FolderTaken, check_sweep_jobs
+from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, job_statuses
+
+COMMAND_FILE = "command.json"
+STOPPED = ("KILLED", "UNKNOWN", "RUNNING")  # a job that did not end: its process was stopped or died
+NOW = "${now:"
+
+
+def fingerprint(config: DictConfig) -> str:
+    """The command's overrides, normalized (sorted; Hydra's `hydra.mode`, which the command line adds, left
+    out), as a SHA-256."""
+    given = [*(str(o) for o in config.hydra.overrides.task), *(str(o) for o in config.hydra.overrides.hydra)]
+    kept = sorted(o for o in given if not o.startswith("hydra.mode="))
+    return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
+
+
+def record_command(sweep_dir: Path, config: DictConfig, jobs: int) -> None:
+    """Write the sweep's `command.json` (kept as it is when the sweep is continued)."""
+    path = Path(sweep_dir) / COMMAND_FILE
+    if path.is_file() or os.environ.get(NAMED_SWEEP_ENV):  # a named sweep's grids share a folder: `--continue`
+        return
+    overrides = [str(o) for o in config.hydra.overrides.task]
+    write_text_atomically(path, json.dumps({"fingerprint": fingerprint(config), "jobs": jobs,
+                                            "overrides": mask_tree(overrides), "started": time.time()}, indent=1))
+
+
+def _search_root(config: DictConfig) -> Optional[tuple]:
+    """(folder, glob) under which this command's sweep folders are made, when each invocation makes a new one
+    (its last components are `${now:...}`); None for a fixed folder (an explicit `hydra.sweep.dir=`)."""
+    raw = str(OmegaConf.to_container(config.hydra.sweep, resolve=False).get("dir"))
+    parts = raw.rstrip("/").split("/")
+    stamped = 0
+    while stamped < len(parts) and NOW in parts[len(parts) - 1 - stamped]:
+        stamped += 1
+    if not stamped or any(NOW in part for part in parts[:len(parts) - stamped]):
+        return None
+    resolved = Path(str(config.hydra.sweep.dir))
+    return resolved.parents[stamped - 1], "/".join(["*"] * stamped)
+
+
+def _continues(config: DictConfig) -> bool:
+    return not (os.environ.get(NEW_SWEEP_ENV) or os.environ.get(NAMED_SWEEP_ENV)
+                or OmegaConf.select(config, "launcher.detach", default=False))
+
+
+def stopped_sweep(config: DictConfig) -> Optional[Path]:
+    """The latest stopped sweep of this command, or None."""
+    where = _search_root(config) if _continues(config) else None
+    if where is None or not where[0].is_dir():
+        return None
+    mine = fingerprint(config)
+    found = []
+    for path in where[0].glob(f"{where[1]}/{COMMAND_FILE}"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("fingerprint") == mine and _stopped(path.parent, record):
+            found.append((float(record.get("started") or 0), str(path.parent)))
+    return Path(max(found)[1]) if found else None
+
+
+def _stopped(folder: Path, record: dict) -> bool:
+    if held_by(folder):  # running now, in another process
+        return False
+    statuses = job_statuses(folder)
+    return len(statuses) < int(record.get("jobs") or 0) or any(s in STOPPED for s in statuses.values())
+
+
+def continue_stopped_sweep(config: DictConfig, jobs: Sequence) -> Optional[Path]:
+    """Point the sweep (`config`, Hydra's primary config, and its composed `jobs`) at the latest stopped sweep
+    of the same command, and say so in one line; the folder, or None (a new sweep)."""
+    folder = stopped_sweep(config)
+    if folder is None:
+        return None
+    try:
+        check_sweep_jobs(folder, jobs)
+    except FolderTaken as err:  # the same command no longer makes the same jobs (other sweep files, configs)
+        print(f"sweep: not continuing {folder}: {err}", flush=True)
+        return None
+    statuses = job_statuses(folder)
+    done = sum(s == "FINISHED" for s in statuses.values())
+    print(f"sweep: continuing the stopped sweep {folder} ({done} of {len(jobs)} runs FINISHED there, the others "
+          f"resume from their checkpoints or start; --new-sweep starts a new sweep instead)", flush=True)
+    _point_at(config, [job.config for job in jobs], folder)
+    return folder
+
+
+def _point_at(config: DictConfig, job_configs: List[DictConfig], folder: Path) -> None:
+    """Every config of the sweep runs in `folder`: each job's, and the primary config with `hydra.sweep.dir=<folder>`
+    among its Hydra overrides, so that a job composed again from it (to resume its checkpoint) lands there too."""
+    for each in (config, *job_configs):
+        with read_write(each.hydra), open_dict(each.hydra):
+            each.hydra.sweep.dir = str(folder)
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.overrides.hydra.append(f"hydra.sweep.dir={folder}")

@@ -1,0 +1,115 @@
+"""Which sweep re-running a command continues (harness/sweeps/continued.py): the latest stopped sweep of the same
+command (the same overrides, in any order), never a sweep whose jobs all ended, one held by a live process, one
+of another command, nor any with `--new-sweep` or an explicit `hydra.sweep.dir`."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from hydra.core.utils import setup_globals
+from omegaconf import OmegaConf
+
+from harness.config.flags import NEW_SWEEP_ENV, take_new_sweep_flag
+from harness.infra.claim import claim, release
+from harness.sweeps.continued import continue_stopped_sweep, fingerprint, record_command, stopped_sweep
+
+COMMAND = ["algo=dppo", "seed=0,1,2,3", "debug=quick"]
+JOB_OVERRIDES = [["algo=dppo", f"seed={seed}", "debug=quick"] for seed in range(4)]
+
+
+def sweep_config(root: Path, task=COMMAND, sweep_dir=None) -> OmegaConf:
+    stamped = f"{root}/multirun/${{now:%Y-%m-%d}}/${{now:%H-%M-%S-%f}}"
+    return OmegaConf.create({"hydra": {"sweep": {"dir": sweep_dir or stamped, "subdir": "${hydra.job.num}"},
+                                       "overrides": {"task": list(task), "hydra": ["hydra.mode=MULTIRUN"]}},
+                             "launcher": {"detach": False}})
+
+
+def make_sweep(root: Path, name: str, statuses, task=COMMAND, started: float = 0.0) -> Path:
+    """A sweep folder of 4 jobs made by `task`; statuses: one per job folder made (None: no status yet)."""
+    folder = root / "multirun" / "2026-01-01" / name
+    folder.mkdir(parents=True)
+    record_command(folder, sweep_config(root, task), 4)
+    record = json.loads((folder / "command.json").read_text())
+    (folder / "command.json").write_text(json.dumps({**record, "started": started}))
+    for index, status in enumerate(statuses):
+        job = folder / str(index)
+        (job / ".hydra").mkdir(parents=True)
+        (job / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(JOB_OVERRIDES[index]))
+        if status:
+            (job / "status.txt").write_text(status + "\n")
+    return folder
+
+
+def jobs_of(root: Path) -> list:
+    config = sweep_config(root)
+    return [SimpleNamespace(overrides=o, config=OmegaConf.create({"hydra": OmegaConf.to_container(config.hydra)}))
+            for o in JOB_OVERRIDES]
+
+
+@pytest.fixture(autouse=True)
+def no_new_sweep_flag(monkeypatch):
+    setup_globals()  # Hydra's ${now:} resolver
+    monkeypatch.delenv(NEW_SWEEP_ENV, raising=False)
+
+
+def test_the_same_overrides_in_any_order_are_the_same_command(tmp_path):
+    same = fingerprint(sweep_config(tmp_path, ["seed=0,1,2,3", "debug=quick", "algo=dppo"]))
+    assert fingerprint(sweep_config(tmp_path)) == same
+    assert fingerprint(sweep_config(tmp_path, ["algo=dppo", "seed=0,1,2", "debug=quick"])) != same
+
+
+def test_the_latest_stopped_sweep_of_the_same_command_is_continued(tmp_path):
+    make_sweep(tmp_path, "older", ["FINISHED", "KILLED", "KILLED", "KILLED"], started=1)
+    newer = make_sweep(tmp_path, "newer", ["FINISHED", "KILLED", None], started=2)  # one job never started
+    make_sweep(tmp_path, "other", ["KILLED"] * 4, task=["algo=drpo", "seed=0,1,2,3", "debug=quick"], started=3)
+    make_sweep(tmp_path, "ended", ["FINISHED", "FAILED", "FINISHED", "FINISHED"], started=4)
+    assert stopped_sweep(sweep_config(tmp_path)) == newer
+
+
+def test_a_sweep_whose_jobs_all_ended_is_not_continued(tmp_path):
+    make_sweep(tmp_path, "done", ["FINISHED", "FINISHED", "FAILED", "FINISHED"])
+    assert stopped_sweep(sweep_config(tmp_path)) is None
+    make_sweep(tmp_path, "short", ["FINISHED", "FINISHED", "FINISHED"])  # its last job never started
+    assert stopped_sweep(sweep_config(tmp_path)).name == "short"
+
+
+def test_no_sweep_is_continued_with_new_sweep_an_explicit_folder_or_a_live_holder(tmp_path, monkeypatch):
+    folder = make_sweep(tmp_path, "stopped", ["KILLED"] * 4)
+    assert stopped_sweep(sweep_config(tmp_path, sweep_dir=str(tmp_path / "mine"))) is None
+    claim(folder, "sweep folder")
+    try:
+        assert stopped_sweep(sweep_config(tmp_path)) is None, "a sweep running now is not stopped"
+    finally:
+        release(folder)
+    monkeypatch.setenv(NEW_SWEEP_ENV, "1")
+    assert stopped_sweep(sweep_config(tmp_path)) is None
+    monkeypatch.delenv(NEW_SWEEP_ENV)
+    assert stopped_sweep(sweep_config(tmp_path)) == folder
+
+
+def test_a_continued_sweep_runs_in_its_folder(tmp_path, capsys):
+    folder = make_sweep(tmp_path, "stopped", ["FINISHED", "KILLED", "KILLED"])
+    config, jobs = sweep_config(tmp_path), jobs_of(tmp_path)
+    assert continue_stopped_sweep(config, jobs) == folder
+    assert capsys.readouterr().out.count(f"sweep: continuing the stopped sweep {folder} (1 of 4 runs FINISHED") == 1
+    assert config.hydra.sweep.dir == str(folder) and all(j.config.hydra.sweep.dir == str(folder) for j in jobs)
+    assert f"hydra.sweep.dir={folder}" in config.hydra.overrides.hydra  # a job composed again lands there too
+
+
+def test_a_folder_whose_jobs_are_other_jobs_is_not_continued(tmp_path, capsys):
+    folder = make_sweep(tmp_path, "stopped", ["KILLED", "KILLED"])
+    (folder / "1" / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["algo=dppo", "seed=9"]))
+    config = sweep_config(tmp_path)
+    assert continue_stopped_sweep(config, jobs_of(tmp_path)) is None
+    assert f"sweep: not continuing {folder}" in capsys.readouterr().out
+    assert "${now:" in OmegaConf.to_container(config.hydra.sweep, resolve=False)["dir"]  # a new sweep
+
+
+def test_the_new_sweep_flag_is_no_override(monkeypatch):
+    monkeypatch.setenv(NEW_SWEEP_ENV, "")  # restored (unset) after the test
+    assert take_new_sweep_flag(["-m", "--new-sweep", "seed=0,1"]) == ["-m", "seed=0,1"]
+    assert os.environ.get(NEW_SWEEP_ENV) == "1"
