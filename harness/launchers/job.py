@@ -29,6 +29,7 @@ from harness.infra.secrets import safe_run_name, scrub
 from harness.trainers.pruning import Pruned
 from harness.tracking import open_tracker
 from harness.tracking.outage import apply_client_defaults
+from harness.tracking.quiet import verbose
 from harness.tracking.store import mlflow_store
 from harness.tracking.ui import experiment_of_run
 from harness.trainers import build_trainer
@@ -154,7 +155,10 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
-    print(f"run {name}: {tracker.where()}", flush=True)
+    if sweep_dir is None or verbose():  # a sweep's runs: one line for them all (harness/launchers/sweep_parent.py)
+        print(f"run {name}: {tracker.where()}", flush=True)
+    else:
+        run_log.info("run %s: %s", name, tracker.where())
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
                       result=result)
