@@ -74,7 +74,7 @@ class SweepConsole:
         self.live = _is_terminal(self.err) if live is None else live
         self.every = lines_every() if every is None else every
         self._shown = ""  # the status line on the terminal (live)
-        self._last = 0.0  # when the last status line was printed (not live)
+        self._last = time.monotonic()  # when the last status line was printed (not live): the first after `every`
         self._lock = threading.RLock()
 
     def line(self, name: str, text: str) -> None:

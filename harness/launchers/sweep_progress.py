@@ -7,6 +7,7 @@ job's file every second: no message from the workers, no change to the trainers.
 comes from its own pace since its first step was seen (its start-up, torch and the warm start, is not a step)."""
 from __future__ import annotations
 
+import logging
 import math
 import re
 import sys
@@ -15,7 +16,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Callable, Iterator, List, Optional, Sequence
 
 from harness.launchers.output_relay import RelayServer
 from harness.launchers.sweep_console import LineRelay, SweepConsole
@@ -116,43 +117,6 @@ def describe(units: Sequence[Unit], elapsed: float, workers: int) -> str:
     return " · ".join(parts)
 
 
-@dataclass
-class SweepProgress:
-    """Shows the units' progress on `console` every `tick` seconds, from `start` until `stop`."""
-    units: List[Unit]
-    console: SweepConsole
-    workers: int = 1
-    tick: float = 1.0
-    started: float = field(default_factory=time.monotonic)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: Optional[threading.Thread] = None
-
-    def start(self) -> "SweepProgress":
-        self._thread = threading.Thread(target=self._run, name="sweep-progress", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self.console.close()
-
-    def line(self) -> str:
-        now = time.monotonic()
-        for unit in self.units:
-            if not unit.done:
-                read(unit, now)
-        return describe(self.units, now - self.started, self.workers)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.tick):
-            try:
-                self.console.status(self.line())
-            except Exception:  # a folder read mid-write, a closed terminal: progress is never worth a failure
-                continue
-
-
 def units_of(groups: Sequence[Sequence[int]], folders: Sequence[Optional[Path]], steps: Sequence[int],
              indices: Sequence[int]) -> List[Unit]:
     """The units of a sweep: each group (positions into the jobs) with its jobs' folders, its longest total
@@ -171,30 +135,107 @@ def units_of(groups: Sequence[Sequence[int]], folders: Sequence[Optional[Path]],
     return units
 
 
+@dataclass
+class Ticker:
+    """Shows `text()` on `console` now and every `tick` seconds after, from `start` until `stop`."""
+    text: Callable[[], str]
+    console: SweepConsole
+    tick: float = 1.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: Optional[threading.Thread] = None
+
+    def start(self) -> "Ticker":
+        self._thread = threading.Thread(target=self._run, name="sweep-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.console.status(self.text())
+            except Exception:  # a folder read mid-write, a closed terminal: progress is never worth a failure
+                pass
+            if self._stop.wait(self.tick):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.console.close()
+
+
+def progress_text(units: List[Unit], workers: int) -> Callable[[], str]:
+    """The units' status line, read afresh from their folders at each call."""
+    started = time.monotonic()
+
+    def text() -> str:
+        now = time.monotonic()
+        for unit in units:
+            if not unit.done:
+                read(unit, now)
+        return describe(units, now - started, workers)
+    return text
+
+
 @contextmanager
 def watching(units: Optional[List[Unit]], workers: int = 1, pool: bool = False) -> Iterator[Optional[RelayServer]]:
     """While the body runs the sweep's jobs, show their progress (units None: nothing is shown). pool: worker
-    processes run them, and yields the server their output goes through (`RelayServer.initializer`); else
-    this process runs them, and its own output goes through the console for the time."""
+    processes run them, and yields the server their output goes through (`RelayServer.initializer`)."""
     if units is None:
         yield None
         return
     console = SweepConsole()
     server = RelayServer(console) if pool else None
+    ticker = Ticker(progress_text(units, workers), console)
+    with routed(console):
+        ticker.start()
+        try:
+            yield server
+        finally:
+            ticker.stop()
+            if server is not None:
+                server.close()
+
+
+@contextmanager
+def busy(label: str) -> Iterator[None]:
+    """While the body runs, say so: on a terminal '<label>, m:ss' redrawn every second, elsewhere '<label>…'
+    once (e.g. a sweep's reports, which take seconds to minutes after its last run)."""
+    console = SweepConsole()
+    if not console.live:
+        console.status(f"{label}…", force=True)
+        yield
+        return
+    started = time.monotonic()
+    ticker = Ticker(lambda: f"{label}, {clock(time.monotonic() - started)}", console)
+    with routed(console):
+        ticker.start()
+        try:
+            yield
+        finally:
+            ticker.stop()
+
+
+@contextmanager
+def routed(console: SweepConsole) -> Iterator[None]:
+    """This process's output goes through `console` for the time (its prints, and its log handlers that write
+    to the terminal), so that none of it runs into the status line."""
     saved = sys.stdout, sys.stderr
-    if not pool:
-        sys.stdout = LineRelay("out", console.line, fileno=_fileno(saved[0]))
-        sys.stderr = LineRelay("err", console.line, fileno=_fileno(saved[1]))
-    progress = SweepProgress(units, console, workers).start()
+    relays = {id(saved[0]): LineRelay("out", console.line, fileno=_fileno(saved[0])),
+              id(saved[1]): LineRelay("err", console.line, fileno=_fileno(saved[1]))}
+    handlers = [h for name in (None, "harness", "hydra") for h in logging.getLogger(name).handlers
+                if isinstance(h, logging.StreamHandler) and id(h.stream) in relays]
+    streams = [h.setStream(relays[id(h.stream)]) for h in handlers]
+    sys.stdout, sys.stderr = relays[id(saved[0])], relays[id(saved[1])]
     try:
-        yield server
+        yield
     finally:
-        progress.stop()
-        if server is not None:
-            server.close()
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+        for relay in relays.values():
+            relay.flush()
         sys.stdout, sys.stderr = saved
+        for handler, stream in zip(handlers, streams):
+            handler.setStream(stream)
 
 
 def _fileno(stream) -> Optional[int]:
