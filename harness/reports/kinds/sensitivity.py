@@ -81,8 +81,10 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
 def _verdict(page: Page, name: str, symbol: str, result, outcomes: Dict, param: str, power: float) -> None:
     """The objective's verdict on the page, with its short line (what the terminal shows) and the numbers
     behind it: the mean final accuracy per value and the seeds per value (had, and needed to decide)."""
-    short = f"{name}: {result.word} to {symbol} ({result.seeds} seeds per value"
-    if not result.decided:
+    short = f"{name}: {result.word} to {symbol} ({result.seeds} seed{'' if result.seeds == 1 else 's'} per value"
+    if not result.pairs:
+        short += "; at least 2 per value are needed to test it"
+    elif not result.decided:
         short += (f"; for {power:.0%} power {result.seeds_for_insensitive or '?'} would show insensitivity, "
                   f"{result.seeds_for_sensitive or '?'} a difference of the SESOI")
     measures = {f"final_accuracy_{param}_{fmt(value)}": float(np.mean(list(seeds.values())))
