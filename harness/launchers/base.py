@@ -145,7 +145,8 @@ class HarnessLauncher(Launcher):
         for overrides, _ in jobs:
             spec = getattr(self.prepared.get(tuple(overrides)), "spec", None)
             steps.append(int(OmegaConf.select(spec, "trainer.steps") or 0) if spec is not None else 0)
-        folders = [self.folders[idx] if idx in self.folders else self.job_folder(overrides, idx) for overrides, idx in jobs]
+        folders = [self.folders[idx] if idx in self.folders else self.job_folder(overrides, idx)
+                   for overrides, idx in jobs]
         return units_of(groups, folders, steps, [idx for _, idx in jobs])
 
     def job_folder(self, overrides: Sequence[str], idx: int) -> Optional[Path]:

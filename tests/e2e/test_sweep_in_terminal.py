@@ -77,8 +77,9 @@ def test_progress_every_10_s_and_the_verdicts_last(sweep):
     assert {e for e, _, _ in steps} == {"1", "2"} and any(left != "?" for _, _, left in steps), text[-3000:]
 
     lines = [line for line in screen_lines(text) if line.strip()]
-    setup = lines[:lines.index(next(line for line in lines if line.startswith("launching ")) ) + 1]
-    assert [line.split(":")[0] for line in setup if not line.startswith("harness: ")] == ["tracking", "launching 8 jobs (launcher=local)"]
+    setup = lines[:lines.index(next(line for line in lines if line.startswith("launching "))) + 1]
+    said = [line.split(":")[0] for line in setup if not line.startswith("harness: ")]  # (the notices before)
+    assert said == ["tracking", "launching 8 jobs (launcher=local)"], setup
     assert "2 ensembles of 4 runs on 2 worker processes" in setup[-1] and (sweep_dir / "jobs.txt").is_file()
     assert len((sweep_dir / "jobs.txt").read_text().splitlines()) == 8
     finished = [line for line in lines if ": FINISHED " in line]
@@ -104,8 +105,8 @@ def test_the_parent_run_carries_the_verdicts(sweep):
             (folder,) = [f for f in sweep_dir.iterdir() if (f / "config.yaml").is_file() and
                          (lambda c: (c["algo"]["name"], c["algo"]["delta"], c["seed"]))(
                              yaml.safe_load((f / "config.yaml").read_text())) == (name, 0.1, seed)]
-            evals = [row["eval/accuracy"] for row in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())
-                     if "eval/accuracy" in row]
+            rows = map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())
+            evals = [row["eval/accuracy"] for row in rows if "eval/accuracy" in row]
             finals.append(sum(evals[-3:]) / 3)
         assert data.metrics[f"sensitivity/{name}/final_accuracy_delta_0.1"] == pytest.approx(sum(finals) / 2)
         assert data.metrics[f"sensitivity/{name}/seeds"] == 2
