@@ -6,12 +6,13 @@ import copy
 import functools
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from hydra.experimental.callback import Callback
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
@@ -22,6 +23,8 @@ from harness.config.compose import Job, describe_composition_error, task_config
 from harness.config.errors import ConfigError
 from harness.config.validate import validate
 from harness.launchers.ensemble_run import run_ensemble
+from harness.launchers.launch_line import launch_line, write_job_list
+from harness.launchers.sweep_progress import Unit, units_of, watching
 from harness.launchers.worker_pool import run_groups
 from harness.infra.refused import Refused
 from harness.trainers.checkpoint import checkpoint_paths
@@ -53,6 +56,8 @@ class HarnessLauncher(Launcher):
         # each job this launcher composed and validated (`prepare`), by its overrides; a job's entry travels with
         # the launcher to the process that runs it (`for_job`)
         self.prepared: Dict[Key, Job] = {}
+        self.folders: Dict[int, Optional[Path]] = {}  # job number -> its folder, once launched
+        self.job_list: Optional[Path] = None  # the sweep folder's list of the launched jobs
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
@@ -73,11 +78,12 @@ class HarnessLauncher(Launcher):
         assert self.config is not None
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         prepared = self.prepare(job_overrides)
-        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
         jobs = [(job.overrides, initial_job_idx + i) for i, job in enumerate(prepared)]
-        log.info("Launching %d jobs with %s", len(jobs), type(self).__name__)
-        for overrides, idx in jobs:
-            log.info("\t#%d : %s", idx, " ".join(filter_overrides(overrides)))
+        # the jobs go to the sweep folder's job list; the terminal gets one line, from `announce`
+        self.folders = {idx: self.job_folder(overrides, idx) for overrides, idx in jobs}
+        self.job_list = write_job_list(sweep_dir, jobs, [self.folders[idx] for _, idx in jobs])
         return self.dispatch(jobs)
 
     def prepare(self, job_overrides: Sequence[Sequence[str]], keep: bool = True) -> List[Job]:
@@ -124,15 +130,24 @@ class HarnessLauncher(Launcher):
         """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone)."""
         specs = [getattr(self.prepared.get(tuple(overrides)), "spec", None) for overrides, _ in jobs]
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
-        groups = plan(specs, cap, parts)
-        ensembles = [g for g in groups if len(g) > 1]
-        if ensembles:
-            sizes = ", ".join(str(len(g)) for g in ensembles)
-            alone = len(groups) - len(ensembles)
-            print(f"ensembles: {sum(map(len, ensembles))} of {len(jobs)} runs train in {len(ensembles)} ensemble(s) "
-                  f"of {sizes} runs" + (f"; {alone} run(s) alone" if alone else "") +
-                  " (launcher.members=1 trains each run alone)", flush=True)
-        return groups
+        return plan(specs, cap, parts)
+
+    def announce(self, jobs: List[tuple], groups: List[List[int]], where: str) -> None:
+        """The sweep's one line about how its jobs run (`where`: e.g. 'on 2 worker processes')."""
+        name = OmegaConf.select(self.config, "launcher.name") if self.config is not None else None
+        print(launch_line(len(jobs), groups, where, str(name or type(self).__name__),
+                          self.job_list), flush=True)
+
+    def progress_units(self, jobs: List[tuple], groups: List[List[int]]) -> List[Unit]:
+        """The sweep's groups as progress units: their jobs' folders and total steps (harness/launchers/
+        sweep_progress.py)."""
+        steps = []
+        for overrides, _ in jobs:
+            spec = getattr(self.prepared.get(tuple(overrides)), "spec", None)
+            steps.append(int(OmegaConf.select(spec, "trainer.steps") or 0) if spec is not None else 0)
+        folders = [self.folders[idx] if idx in self.folders else self.job_folder(overrides, idx)
+                   for overrides, idx in jobs]
+        return units_of(groups, folders, steps, [idx for _, idx in jobs])
 
     def job_folder(self, overrides: Sequence[str], idx: int) -> Optional[Path]:
         """Where job `idx` runs (hydra.sweep.dir/hydra.sweep.subdir), from its composition; None without one."""
@@ -222,11 +237,17 @@ class SequentialLauncher(HarnessLauncher):
         if cores > 1 and any(len(group) > 1 for group in groups):
             # Ensembles use the cores as one worker process each: a tiny model's ops are too small for torch's
             # intra-op threads, whose spinning workers also collapse when anything else wants a core.
-            return run_groups(self, jobs, groups, min(cores, len(groups)), lambda _: 1)
+            workers = min(cores, len(groups))
+            self.announce(jobs, groups, f"on {workers} worker process{'es' if workers > 1 else ''}")
+            return run_groups(self, jobs, groups, workers, lambda _: 1)
+        self.announce(jobs, groups, ", one after another in this process")
         state = Singleton.get_state()
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
-        for group in groups:
-            threads = max(int(OmegaConf.select(self.config, "trainer.torch_threads") or 1), 1)
-            for position, ret in zip(group, self.run_group([jobs[p] for p in group], state, threads)):
-                results[position] = ret
+        # the runs' own progress bars on a terminal; else the sweep's progress, read from the job folders
+        own_bars = sys.stderr.isatty() and bool(OmegaConf.select(self.config, "trainer.progress"))
+        with watching(None if own_bars else self.progress_units(jobs, groups)):
+            for group in groups:
+                threads = max(int(OmegaConf.select(self.config, "trainer.torch_threads") or 1), 1)
+                for position, ret in zip(group, self.run_group([jobs[p] for p in group], state, threads)):
+                    results[position] = ret
         return results

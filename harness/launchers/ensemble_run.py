@@ -16,6 +16,7 @@ from hydra.core.utils import JobReturn, JobStatus, run_job
 
 from harness.launchers.job import Killed, StartedRun, _raise_killed, finish_run, start_run
 from harness.trainers.checkpoint import checkpoint_step
+from harness.tracking.quiet import verbose
 
 log = logging.getLogger("harness")
 
@@ -66,9 +67,9 @@ def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
     from harness.trainers.ensemble.trainer import EnsembleTrainer
 
     runs: List[StartedRun] = [ret._return_value for ret in batch]
-    if len(runs) > 1:
-        print(f"ensemble: {len(runs)} runs train together in this process ({runs[0].name} … {runs[-1].name})",
-              flush=True)
+    if len(runs) > 1:  # the sweep's launch line said so; -v says it per ensemble
+        (print if verbose() else log.debug)(f"ensemble: {len(runs)} runs train together in this process "
+                                            f"({runs[0].name} … {runs[-1].name})")
     previous = signal.signal(signal.SIGTERM, _raise_killed)
     try:
         trainer = EnsembleTrainer([(run.spec, run.run_dir, run.tracker) for run in runs], threads=threads)

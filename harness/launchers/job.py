@@ -30,6 +30,7 @@ from harness.trainers.pruning import Pruned
 from harness.tracking import open_tracker
 from harness.tracking.local_tracker import trim_metrics
 from harness.tracking.outage import apply_client_defaults
+from harness.tracking.quiet import verbose
 from harness.tracking.store import mlflow_store
 from harness.tracking.ui import experiment_of_run
 from harness.trainers import build_trainer
@@ -166,7 +167,11 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         resumed = f"resumed from step {step} of {spec.trainer.steps}, "
         run_log.info("run %s: resumed from its checkpoint at step %d (%s)", name, step, spec.trainer.resume)
     tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
-    print(f"run {name}: {resumed}{tracker.where()}", flush=True)
+    line = f"run {name}: {resumed}{tracker.where()}"
+    if sweep_dir is None or resumed or verbose():  # a sweep's runs: one line for them all, but each resume said
+        print(line, flush=True)
+    else:
+        run_log.info(line)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
                       result=result)

@@ -39,6 +39,8 @@ class LocalParallelLauncher(HarnessLauncher):
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         """Built-in runs of one shape train as ensembles, split so that every worker has one."""
         groups = self.groups(jobs, parts=self._workers())
+        workers = self._workers()
+        self.announce(jobs, groups, f"on {workers} worker process{'es' if workers > 1 else ''}")
         return run_groups(self, jobs, groups, self._workers(), lambda members: self._ensemble_threads(members))
 
     def _ensemble_threads(self, members: List[tuple]) -> int:

@@ -57,6 +57,8 @@ class SubmititLauncher(HarnessLauncher):
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
         groups = self.groups(jobs)
+        self.announce(jobs, groups, f"as {len(groups)} {'Slurm' if cluster == 'slurm' else 'submitit'} "
+                                    f"job{'s' if len(groups) != 1 else ''}")
         threads = max(1, int(profile.cpus_per_task or 1))
         with executor.batch():
             batches = [executor.submit(self.for_job(*(jobs[p][0] for p in group)), [jobs[p] for p in group], state,

@@ -115,9 +115,11 @@ class SweepParent:
         self.tracker.log_artifact(sweep_dir / SWEEP_FILE)
         self._refresh_view(experiment.get("id") or self.tracker.experiment_id)
         atexit.register(self._close_if_still_open)
-        log.info("sweep %s: parent run %s%s", definition["sweep_id"],
-                 self.tracker.run_id or "spooled until the tracking store is reachable",
-                 " (continued)" if earlier else "")
+        # the sweep's one line about tracking; each run's own line goes to its job.log (-v prints them)
+        print(f"tracking: {scrub(uri)}, experiment {spec.experiment_name}: sweep {definition['sweep_id']}"
+              f"{' (continued)' if earlier else ''}, parent run "
+              f"{self.tracker.run_id or '(spooled until the tracking store is reachable)'}, each job a run nested "
+              f"under it (its id in its folder's job.log)", flush=True)
 
     def _refresh_view(self, experiment_id: Optional[str]) -> None:
         """Experiments created before the harness view existed get it too; print where to look."""

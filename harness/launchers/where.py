@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.launchers.results import JobResult
+from harness.reports.verdicts import read_verdicts, terminal_lines
 from harness.tracking.params import scrub
 from harness.tracking.ui import run_page
 
@@ -47,4 +48,6 @@ def sweep_where(sweep_dir: Path) -> str:
         parent = {}
     if parent.get("run_id") and parent.get("tracking_uri"):
         lines.append(f"  mlflow: {mlflow_link(scrub(parent['tracking_uri']), parent['run_id'], parent.get('experiment_id'))}")
+    # the answer last, where the eye lands: each report's verdicts (harness/reports/verdicts.py)
+    lines += terminal_lines(read_verdicts(sweep_dir / "reports"))
     return "\n".join(lines)

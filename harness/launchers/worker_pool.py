@@ -20,6 +20,7 @@ from tqdm import tqdm
 from harness.infra.parent_death import die_with_parent
 from harness.launchers.job import Killed
 from harness.launchers.job_returns import crashed_return
+from harness.launchers.sweep_progress import watching
 
 log = logging.getLogger("harness")
 
@@ -83,32 +84,35 @@ class _QuickExitSpawnContext(multiprocessing.context.SpawnContext):
 def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: int,
                threads_of: Callable[[List[tuple]], int]) -> Sequence[JobReturn]:
     """Run the (overrides, idx) `jobs` of each group (positions into `jobs`) on `workers` processes; each
-    group's ensemble on `threads_of(its jobs)` torch threads. One sweep-level progress bar; an ensemble's own
-    bar only when a single worker runs."""
+    group's ensemble on `threads_of(its jobs)` torch threads. The workers' output is printed by this process,
+    with the sweep's progress (harness/launchers/sweep_progress.py); an ensemble's own bar only when a single
+    worker runs."""
     import cloudpickle
 
     state = Singleton.get_state()
     results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
     context = _QuickExitSpawnContext()  # spawn: no inherited torch/OpenMP state
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, \
-            tqdm(total=len(jobs), desc="sweep", unit="run", disable=None) as bar:
-        futures = {}
-        for group in groups:
-            members = [jobs[p] for p in group]
-            payload = cloudpickle.dumps((launcher.for_job(*(o for o, _ in members)), members, state,
-                                         threads_of(members), workers == 1))
-            futures[pool.submit(_run_pickled, payload)] = group
-        for future in as_completed(futures):
-            group = futures[future]
-            try:
-                rets = future.result()
-            except BaseException as err:  # a worker that died (e.g. killed) must not stop the others
-                rets = []
-                for position in group:
-                    overrides, idx = jobs[position]
-                    log.error("job #%d crashed: %s", idx, err)
-                    rets.append(crashed_return(overrides, idx, err))
-            for position, ret in zip(group, rets):
-                results[position] = ret
-            bar.update(len(group))
+    shown = None if workers == 1 and sys.stderr.isatty() else launcher.progress_units(jobs, groups)
+    with watching(shown, workers, pool=True) as relay:
+        initializer, initargs = relay.initializer() if relay is not None else (None, ())
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer,
+                                 initargs=initargs) as pool:
+            futures = {}
+            for group in groups:
+                members = [jobs[p] for p in group]
+                payload = cloudpickle.dumps((launcher.for_job(*(o for o, _ in members)), members, state,
+                                             threads_of(members), workers == 1))
+                futures[pool.submit(_run_pickled, payload)] = group
+            for future in as_completed(futures):
+                group = futures[future]
+                try:
+                    rets = future.result()
+                except BaseException as err:  # a worker that died (e.g. killed) must not stop the others
+                    rets = []
+                    for position in group:
+                        overrides, idx = jobs[position]
+                        log.error("job #%d crashed: %s", idx, err)
+                        rets.append(crashed_return(overrides, idx, err))
+                for position, ret in zip(group, rets):
+                    results[position] = ret
     return results

@@ -18,6 +18,8 @@ from harness.reports.missing import missing_jobs, missing_note
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.render import render_page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
+from harness.reports.verdict_tags import log_verdicts
+from harness.reports.verdicts import Verdict, gather, index_html, index_markdown
 from harness.infra.secrets import scrub
 
 log = logging.getLogger("harness")
@@ -30,6 +32,7 @@ class BuildResult:
     skipped: Dict[str, str] = field(default_factory=dict)  # kind -> what data it lacks
     failed: Dict[str, str] = field(default_factory=dict)  # kind -> error
     logged_to: Optional[str] = None  # parent run id the reports were logged to
+    verdicts: List[Verdict] = field(default_factory=list)  # the decisions of every page in the folder
 
     @property
     def paths(self) -> List[Path]:
@@ -78,12 +81,15 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
             result.pages[name] = path
     # The index lists every report in the folder, not only this build's: a partial rebuild (`--kind`) keeps
     # the others linked, locally and on the parent run.
-    _write_index(data, result, out, [k for k in list_kinds() if (out / k / HTML_NAME).is_file()])
+    present = [k for k in list_kinds() if (out / k / HTML_NAME).is_file()]
+    result.verdicts = gather(out, present)
+    _write_index(data, result, out, present)
     parent_id = data.parent.run_id if data.parent else None
     if log_parent and parent_id and data.tracking_uri and log_to_parent(
             data.tracking_uri, parent_id, out, list(result.pages),
             lambda folder, kinds: _write_index(data, result, folder, kinds)):
         result.logged_to = parent_id
+        log_verdicts(data.tracking_uri, parent_id, result.verdicts)
     return result
 
 
@@ -163,7 +169,8 @@ def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequ
     for name, error in result.failed.items():
         items.append(f"<li>{html.escape(name)}: FAILED — {html.escape(error)}</li>")
         lines.append(f"- {name}: FAILED — {error}")
-    body = "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
+    lines[4:4] = index_markdown(result.verdicts)
+    body = index_html(result.verdicts) + "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
     meta = f"{len(data.runs)} runs · data: {data.source}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / HTML_NAME).write_text(render_page(f"Reports of sweep {data.sweep_id}", meta, body))

@@ -92,6 +92,8 @@ def verdict(page: Page, data: SweepData, default_sweep: str, refused: Optional[s
     why, and the tests are not read)."""
     spec = decisions.spec_for(data, default_sweep)
     if refused:
-        page.text(f"{VERDICT_PREFIX}{NOT_TESTABLE} — {refused}; the declared tests are not read", "verdict")
+        subject = spec.name if spec is not None else default_sweep
+        page.verdict(subject, NOT_TESTABLE, f"{VERDICT_PREFIX}{NOT_TESTABLE} — {refused}; the declared tests are not "
+                     "read", False, f"{subject}: {NOT_TESTABLE} ({refused})")
         return NOT_TESTABLE
     return decisions.write(page, data, spec)

@@ -178,8 +178,8 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
                      "yes" if c.passed else "no"] for c in checked])
         refused = preconditions.failed(checked)
         if refused:
-            page.text(f"{VERDICT_PREFIX}{inference.NOT_TESTABLE} — {refused}; the declared tests are not "
-                      "read", "verdict")
+            page.verdict(spec.name, inference.NOT_TESTABLE, f"{VERDICT_PREFIX}{inference.NOT_TESTABLE} — {refused}; "
+                         "the declared tests are not read", False, f"{spec.name}: {inference.NOT_TESTABLE} ({refused})")
             return inference.NOT_TESTABLE
     refused = pilot.write_section(page, data, spec) if design.pilot else None
     if design.sizing and not design.pilot:
@@ -225,8 +225,20 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     family = serial_designs.family_text(design.earlier_designs, outcomes, word)
     if family:
         page.text(family)
-    page.text(f"{VERDICT_PREFIX}{word} — {reason}", "verdict")
+    record_verdict(page, spec.name, word, reason, outcomes)
     return word
+
+
+def record_verdict(page: Page, subject: str, word: str, reason: str, outcomes: Sequence[Outcome]) -> None:
+    """The claim's verdict line, with its short line (the seeds an undecided test needs) and each test's
+    contrast and seeds needed as the numbers behind it."""
+    needed = [o.decision.seeds_needed for o in outcomes if not o.decision.decided and o.decision.seeds_needed]
+    short = f"{subject}: {word}" + (f" ({max(needed)} seeds per arm needed to decide)" if needed else "")
+    measures = {f"{o.test.name}_c": o.decision.centre for o in outcomes if o.decision.centre is not None}
+    measures.update({f"{o.test.name}_seeds_needed": o.decision.seeds_needed for o in outcomes
+                     if o.decision.seeds_needed})
+    page.verdict(subject, word, f"{VERDICT_PREFIX}{word} — {reason}", word in (inference.REPRODUCED,
+                 inference.NOT_REPRODUCED), short, measures)
 
 
 def _budget(design) -> str:

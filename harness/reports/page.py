@@ -9,12 +9,13 @@ from __future__ import annotations
 import datetime as _dt
 import html
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from harness.reports.data import Run, fmt
 from harness.reports.render import render_page
+from harness.reports.verdicts import Verdict, write_verdicts
 
 HTML_NAME, MD_NAME = "index.html", "summary.md"
 
@@ -31,6 +32,7 @@ class Page:
         self.notes: List[str] = []
         self.runs: Optional[List[Run]] = None
         self.figures: List[str] = []
+        self.verdicts: List[Verdict] = []
 
     # -- content ------------------------------------------------------------------------------------
     def heading(self, text: str) -> None:
@@ -39,6 +41,16 @@ class Page:
     def text(self, text: str, cls: str = "") -> None:
         """A paragraph; cls: '' | 'verdict' | 'method'."""
         self.blocks.append(("p", text, cls))
+
+    def verdict(self, subject: str, word: str, text: str, decided: bool, short: str = "",
+                measures: Optional[Dict[str, float]] = None) -> None:
+        """A decision this page makes about `subject` (an objective, a claim): `text` shown in a box (green when
+        decided, grey and dashed when not), and recorded in `verdicts.json` beside the page for the sweep's index,
+        its last terminal lines and its MLflow parent run (`short`: the terminal's line, default `text`;
+        `measures`: numbers behind it, logged to the parent run as metrics under their names)."""
+        self.blocks.append(("p", text, "verdict" if decided else "verdict undecided"))
+        self.verdicts.append(Verdict(self.out_dir.name, subject, word, decided, text, short or text,
+                                     {k: float(v) for k, v in (measures or {}).items()}))
 
     def bullets(self, items: Sequence[str]) -> None:
         if items:
@@ -89,6 +101,7 @@ class Page:
                                                    [[r.label, r.run_id, r.status] for r in runs])
         (self.out_dir / HTML_NAME).write_text(page, encoding="utf-8")
         (self.out_dir / MD_NAME).write_text("\n".join(md) + "\n", encoding="utf-8")
+        write_verdicts(self.out_dir, self.verdicts)
         return [self.out_dir / HTML_NAME, self.out_dir / MD_NAME]
 
     def _html_notes(self) -> str:
@@ -147,7 +160,7 @@ class Page:
         if kind == "h":
             return [f"## {block[1]}"]
         if kind == "p":
-            wrap = {"verdict": "**", "method": "_"}.get(block[2], "")
+            wrap = {"verdict": "**", "method": "_"}.get(block[2].split(" ")[0], "")
             return [f"{wrap}{block[1]}{wrap}"]
         if kind == "ul":
             return [f"- {i}" for i in block[1]]

@@ -11,6 +11,7 @@ from harness.config.errors import EXIT_BAD_INPUT
 from harness.reports.out_folder import check_report_out
 from harness.reports.build import build_reports
 from harness.reports.locate import TargetError, default_root, job_dirs, resolve, sweep_folders
+from harness.reports.verdicts import terminal_lines
 from harness.tracking.outage import apply_client_defaults
 from harness.tracking.store_check import check_store
 
@@ -71,5 +72,7 @@ def run(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
         print(f"{name:18s} FAILED: {error}", file=sys.stderr)
     print(f"index              {result.out_dir / 'index.html'}")
     if result.logged_to:
-        print(f"logged to parent run {result.logged_to} (artifacts: reports/)")
+        print(f"logged to parent run {result.logged_to} (artifacts: reports/; verdicts: its tags harness.verdict.*)")
+    for line in terminal_lines(result.verdicts):
+        print(line)
     return EXIT_REPORT_FAILED if result.failed else 0

@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 
 from harness.config.compose import preflight_jobs
 from harness.config.flags import HARNESS_FLAGS
+from harness.launchers.sweep_progress import busy
 from harness.launchers.where import sweep_where
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
 from harness.reports import build_sweep_reports
@@ -84,7 +85,9 @@ def finish(spec: SweepSpec, sweep_dir: Path, tracking_uri: Optional[str] = None)
 
 def _build_reports(sweep_dir: Path, kinds: List[str], tracking_uri: Optional[str]) -> None:
     try:
-        for path in build_sweep_reports(sweep_dir, kinds=kinds, tracking_uri=tracking_uri):
+        with busy("building the sweep's reports"):
+            paths = build_sweep_reports(sweep_dir, kinds=kinds, tracking_uri=tracking_uri)
+        for path in paths:
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from harness.launchers.folder_guard import claim_folder, release_sweep_folder
 from harness.launchers.job_returns import job_results
 from harness.launchers.sweep_parent import SweepParent, tracking_uri_of
+from harness.launchers.sweep_progress import busy
 from harness.reports import build_sweep_reports
 from harness.sweeps.continued import record_command
 
@@ -42,6 +43,7 @@ def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Retu
 def build_reports(sweep_dir: Path, tracking_uri: Optional[str]) -> None:
     """The sweep's reports; a report never fails a sweep."""
     try:
-        build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
+        with busy("building the sweep's reports"):
+            build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
     except Exception as err:  # a report problem (any) is logged; the runs are recorded either way
         log.warning("sweep reports for %s failed: %s", sweep_dir, err)

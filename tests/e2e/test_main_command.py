@@ -29,7 +29,7 @@ def readme_main_command() -> list:
 def test_main_command_runs_48_learning_runs_and_decides(run_harness):
     proc = run_harness(*readme_main_command(), check=True, timeout=1800)
     assert "48 runs: 48 finished" in proc.stdout
-    assert "ensembles: 48 of 48 runs train in 2 ensemble(s) of 24, 24 runs" in proc.stdout
+    assert "launching 48 jobs (launcher=local): 2 ensembles of 24 runs on 2 worker processes" in proc.stdout
     client, runs = runs_of(run_harness.root)
     assert len(runs) == 48 and all(r.info.status == "FINISHED" for r in runs)
     _, parents = runs_of(run_harness.root, role="parent")

@@ -78,6 +78,23 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
     return text
 
 
+def _verdict(page: Page, name: str, symbol: str, result, outcomes: Dict, param: str, power: float) -> None:
+    """The objective's verdict on the page, with its short line (what the terminal shows) and the numbers
+    behind it: the mean final accuracy per value and the seeds per value (had, and needed to decide)."""
+    short = f"{name}: {result.word} to {symbol} ({result.seeds} seed{'' if result.seeds == 1 else 's'} per value"
+    if not result.pairs:
+        short += "; at least 2 per value are needed to test it"
+    elif not result.decided:
+        short += (f"; for {power:.0%} power {result.seeds_for_insensitive or '?'} would show insensitivity, "
+                  f"{result.seeds_for_sensitive or '?'} a difference of the SESOI")
+    measures = {f"final_accuracy_{param}_{fmt(value)}": float(np.mean(list(seeds.values())))
+                for value, seeds in outcomes.items() if seeds and value is not None}
+    measures.update({key: float(n) for key, n in (("seeds", result.seeds), ("seeds_for_insensitive",
+                     result.seeds_for_insensitive), ("seeds_for_sensitive", result.seeds_for_sensitive)) if n})
+    page.verdict(name, result.word, f"{name}: " + verdict(result, symbol, power), result.decided, short + ")",
+                 measures)
+
+
 def missing_seeds_command(data: SweepData, want: int) -> str:
     """The command that runs `want` fresh seeds of this sweep (the named sweep's, else its own overrides), after
     every seed already run: a new design reported on its own, which never tests the seeds tested here again."""
@@ -145,7 +162,7 @@ def build(data: SweepData, page: Page) -> None:
         acts = threshold_action.actions(data, by_value)
         action_rows += [threshold_action.row(name, symbol, a) for a in acts]
         caveats += threshold_action.caveats(objective, name, symbol, acts)
-        verdicts.append(f"{name}: " + verdict(result, symbol, power))
+        verdicts.append((name, symbol, result, outcomes, threshold_param(objective)))
         decided.append((objective, name, symbol, result))
         for pair in result.pairs:
             pair_rows.append([name, f"{symbol}={fmt(pair.a)} − {symbol}={fmt(pair.b)}", pair.estimate.n,
@@ -153,8 +170,8 @@ def build(data: SweepData, page: Page) -> None:
                               "paired" if pair.estimate.paired else "Welch", fmt(pair.p_differs, 3),
                               fmt(pair.p_beyond, 3), fmt(pair.p_equivalent, 3)])
     page.heading("Verdict")
-    for line in verdicts:
-        page.text(line, "verdict")
+    for name, symbol, result, outcomes, param in verdicts:
+        _verdict(page, name, symbol, result, outcomes, param, power)
     undecided = [r for _, _, _, r in decided if not r.decided]
     if undecided:
         have = min(r.seeds for r in undecided)
