@@ -120,7 +120,7 @@ def _fisher(arms, weights, alpha) -> inference.Decision:
                                   alpha, None)
     p_more = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
     p_less = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="less")[1])
-    facts = f"{k1}/{n1} vs {k2}/{n2}, one-sided Fisher p = {p_more:.3f} (more), {p_less:.3f} (fewer)"
+    facts = f"{k1}/{n1} vs {k2}/{n2}, one-sided Fisher p = {p_more:.3g} (more), {p_less:.3g} (fewer)"
     word = (inference.REPRODUCED if p_more < alpha else inference.NOT_REPRODUCED if p_less < alpha
             else inference.INCONCLUSIVE)
     return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_more, p_less, alpha, None)

@@ -16,9 +16,9 @@ def family_text(earlier_designs: int, outcomes: Sequence, word: str) -> Optional
     if k == 1:
         return None
     parts = [o for o in outcomes if not o.test.check]
-    head = (f"Serial redesigns: this is design {k} of this claim ({earlier_designs} earlier design"
-            f"{'s' if earlier_designs > 1 else ''} tested, each at its own α); across all {k} the chance that any "
-            f"decided in error is at most {k}·α (Bonferroni).")
+    head = (f"Serial redesigns: {earlier_designs} earlier design{'s' if earlier_designs > 1 else ''} of this claim "
+            f"{'were' if earlier_designs > 1 else 'was'} tested before this one, each at its own α; across these {k} "
+            f"tested designs the chance that any decided in error is at most {k}·α (Bonferroni).")
     level = min((o.alpha for o in parts), default=0.0)
     if word == inference.REPRODUCED:  # every part must hold: the largest of their p-values decides
         p = max((o.decision.p_effect for o in parts if o.decision.p_effect is not None), default=None)

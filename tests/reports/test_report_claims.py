@@ -139,7 +139,7 @@ def test_trust_region_claim_tests_collapse_rates_with_and_without_accumulation(s
     assert _verdict(md) == "reproduced"
     assert "8/8 vs 0/8, one-sided Fisher" in md and "Preconditions (regime checks that gate the verdict)" in md
     assert "| pg_is · weight_sync=delta | 8 | 8 | 8/8" in md and "| dppo · weight_sync=full | 8 | 8 | 0/8 [0%, 37%] |" in md
-    assert "Serial redesigns: this is design 2 of this claim" in md
+    assert "Serial redesigns: 1 earlier design of this claim was tested before this one" in md
 
 
 def test_a_failed_precondition_makes_the_claim_not_testable_here(shared_store, tmp_path):
