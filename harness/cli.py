@@ -196,6 +196,7 @@ def _launch(start, multirun: bool) -> int:
     summary and a truthful exit code."""
     from harness.launchers import job, job_returns, results, where
     from harness.infra.refused import Refused
+    from harness.reports import verdicts
 
     try:
         returned = start()
@@ -209,7 +210,7 @@ def _launch(start, multirun: bool) -> int:
         print(results.summarize(ended))
         sweep_dir = where.sweep_folder(ended)
         if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
-            print(where.sweep_where(sweep_dir))
+            print(where.sweep_where(sweep_dir, verdicts.sweep_answer(sweep_dir)))
     elif ended and ended[-1].status != "SUBMITTED":
         print(where.run_where(ended[-1]))
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in ended) else 0

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from harness.launchers.results import JobResult
-from harness.reports.verdicts import read_verdicts, terminal_lines
 from harness.tracking.params import scrub
 from harness.tracking.ui import run_page
 
@@ -36,8 +35,9 @@ def sweep_folder(results: List[JobResult]) -> Optional[Path]:
     return folders.pop() if len(folders) == 1 else None
 
 
-def sweep_where(sweep_dir: Path) -> str:
-    """A sweep's last lines: its folder, its reports index and its MLflow parent run."""
+def sweep_where(sweep_dir: Path, answer: Sequence[str] = ()) -> str:
+    """A sweep's last lines: its folder, its reports index, its MLflow parent run and, last, `answer` (the
+    verdict lines of its reports, which the layers above read: harness/reports/verdicts.py)."""
     lines = [f"  folder: {sweep_dir}"]
     index = sweep_dir / "reports" / "index.html"
     if index.is_file():
@@ -48,6 +48,5 @@ def sweep_where(sweep_dir: Path) -> str:
         parent = {}
     if parent.get("run_id") and parent.get("tracking_uri"):
         lines.append(f"  mlflow: {mlflow_link(scrub(parent['tracking_uri']), parent['run_id'], parent.get('experiment_id'))}")
-    # the answer last, where the eye lands: each report's verdicts (harness/reports/verdicts.py)
-    lines += terminal_lines(read_verdicts(sweep_dir / "reports"))
+    lines += list(answer)  # the answer last, where the eye lands
     return "\n".join(lines)

@@ -64,6 +64,11 @@ def terminal_lines(verdicts: Sequence[Verdict]) -> List[str]:
     return ["verdicts:"] + [f"  {v.report} · {v.short}" for v in verdicts]
 
 
+def sweep_answer(sweep_dir: Path) -> List[str]:
+    """The terminal lines of the verdicts the sweep's reports recorded (`<sweep>/reports/verdicts.json`)."""
+    return terminal_lines(read_verdicts(Path(sweep_dir) / "reports"))
+
+
 def index_html(verdicts: Sequence[Verdict]) -> str:
     """The index page's verdict section: each verdict in its page's box (green decided, grey dashed undecided),
     linking its page."""

@@ -14,6 +14,7 @@ from harness.config.compose import preflight_jobs
 from harness.config.flags import HARNESS_FLAGS
 from harness.launchers.sweep_progress import busy
 from harness.launchers.where import sweep_where
+from harness.reports.verdicts import sweep_answer
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
 from harness.reports import build_sweep_reports
 from harness.reports.sweep_spec import SweepSpec
@@ -91,4 +92,4 @@ def _build_reports(sweep_dir: Path, kinds: List[str], tracking_uri: Optional[str
             print(f"  report: {path}")
     except Exception as err:  # a report problem never fails the sweep
         print(f"harness: warning: reports for {sweep_dir} failed: {err}", file=sys.stderr)
-    print(sweep_where(sweep_dir))
+    print(sweep_where(sweep_dir, sweep_answer(sweep_dir)))
