@@ -122,6 +122,39 @@ def test_runs_table_lists_the_jobs_under_their_parent_and_a_run_link_opens_in_tr
     assert CHART_METRIC in chart_dom and "main-svg" in chart_dom, "no plotted chart on the metric page"
 
     single_run_link_opens_the_run_in_training_mode(chromium, server, experiment_id, runs, out)
+    parent_run_shows_its_verdicts_and_report_figures(chromium, server, experiment_id, parent.info.run_id, out)
+
+
+def parent_run_shows_its_verdicts_and_report_figures(chromium, server, experiment_id: str, run_id: str, out) -> None:
+    """The sweep's answer where MLflow users look: the parent run's page shows its verdict lines (its
+    description) and the verdict tags; a report figure opens inside MLflow's artifact view."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=server.url)
+    tags = client.get_run(run_id).data.tags
+    words = {k: v for k, v in tags.items() if k.startswith("harness.verdict.") and not k.endswith(".line")}
+    assert words and set(words.values()) <= {"insensitive", "sensitive", "undecided"}, tags
+    link = f"{server.url}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_MODE}"
+    page = DevTools(chromium, link)
+    try:
+        page.wait_for(lambda: "Verdicts of this sweep" in page.text(), "the parent run's verdict lines")
+        page.screenshot(out / "parent_run_verdicts.png")
+        shown = page.text()
+        for key, word in words.items():
+            assert tags[f"{key}.line"][:40] in shown, f"{tags[key + '.line']!r} not on the parent run's page"
+    finally:
+        page.close()
+    figure = "reports/sensitivity/accuracy_vs_threshold.png"
+    assert figure in [f.path for f in client.list_artifacts(run_id, "reports/sensitivity")]
+    page = DevTools(chromium, f"{server.url}/#/experiments/{experiment_id}/runs/{run_id}/artifacts/{figure}"
+                              f"?{TRAINING_MODE}")
+    try:
+        loaded = ("Array.from(document.images).filter(i => i.src.includes('accuracy_vs_threshold.png') "
+                  "&& i.complete && i.naturalWidth > 100).length")
+        page.wait_for(lambda: page.evaluate(loaded), "the report figure inside MLflow's artifact view")
+        page.screenshot(out / "parent_run_report_figure.png")
+    finally:
+        page.close()
 
 
 def single_run_link_opens_the_run_in_training_mode(chromium, server, experiment_id: str, runs, out) -> None:
