@@ -103,14 +103,14 @@ def missing_seeds_command(data: SweepData, want: int) -> str:
     spec = spec_for(data)
     if spec is not None:
         return f"python -m harness sweep {spec.name} {seeds}"
-    overrides = _sweep_overrides(data)
+    overrides = sweep_overrides(data)
     if overrides is None:
         return f"the sweep's own command with {seeds}"
     kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed"]
     return "python -m harness multirun " + " ".join(shlex.quote(o) for o in kept) + f" {seeds}"
 
 
-def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
+def sweep_overrides(data: SweepData) -> Optional[List[str]]:
     if data.sweep_dir is None or not (data.sweep_dir / "multirun.yaml").is_file():
         return None
     from omegaconf import OmegaConf
