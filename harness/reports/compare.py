@@ -21,7 +21,8 @@ METHOD = ("Final accuracy = mean of a finished run's last {k} evaluations. A cel
           "setting either sweep varies; its seeds are the replicates. Per sweep: the mean over seeds with a 95% "
           "Student-t interval inside [0, 1]. Difference B − A with its 95% interval: paired over the seeds both "
           "sweeps ran in the cell (same seed, same cell settings; the sweeps' own differences, listed below, apply "
-          "to every pair) when there are at least 2 of them, else Welch's t over each sweep's seeds — the test "
+          "to every pair) when there are at least 2 of them — over those seeds only, so it may differ from the "
+          "difference of the means shown — else Welch's t over each sweep's seeds; the test "
           "column says which. p: two-sided t-test of B = A; 'B higher/lower': p below α {alpha:g} after Holm over "
           "the cells; 'within ±{sesoi:g}': the difference shown smaller than the SESOI (two one-sided tests at α); "
           "else undecided.")
@@ -61,6 +62,9 @@ def build_compare(a: SweepData, b: SweepData, out: Path) -> Path:
     """Write the compare page of sweeps A and B into `out`; returns its index.html."""
     sesoi, alpha, _, _ = design_of(a)
     page = Page(TITLE, out, f"A {a.sweep_id} vs B {b.sweep_id}", f"A: {a.source}; B: {b.source}")
+    for which, data in (("A", a), ("B", b)):
+        for run in data.runs:  # the runs-used table names each run's sweep
+            run.display = f"{which} · {run.label}"
     page.uses([*a.runs, *b.runs])
     for which, data in (("A", a), ("B", b)):
         for note in data.notes:

@@ -42,7 +42,8 @@ class Cell:
         if self.diff is None:
             return "none (a sweep has < 2 seeds)"
         if self.diff.paired:
-            return f"paired over {self.diff.n} shared seeds"
+            shared = sorted(set(self.seeds_a) & set(self.seeds_b), key=str)
+            return f"paired over {self.diff.n} shared seeds ({', '.join(map(str, shared))})"
         return f"Welch ({len(self.seeds_a)} vs {len(self.seeds_b)} seeds)"
 
     def reading(self, sesoi: float) -> str:
