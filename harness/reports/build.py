@@ -93,23 +93,28 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     return result
 
 
-def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history: str = "auto") -> BuildResult:
-    """Collect the target's sweep from MLflow and build its reports (see `build_from_data`)."""
+def collect_target(target: Target, history: str = "auto") -> SweepData:
+    """The target's sweep from MLflow (its job folders when it was not tracked or MLflow holds none of its runs),
+    with a note naming jobs MLflow lacks."""
     if target.tracking_uri is None:  # tracking=none: the job folders are all there is
         if target.sweep_dir is None:
             raise TargetError("no tracking store is known for this target; pass --tracking-uri")
 
         data = collect_local(target.sweep_dir, target.sweep_id or "")
         data.notes.append("the sweep was not tracked in MLflow (tracking=none): read from its job folders")
-    else:
-        data = collect(target, history=history)
-        if not data.runs and target.sweep_dir is not None:
-            data = _local_or_empty(data, target)
-        else:
-            missing = missing_jobs(target.sweep_dir, data.runs, target.twin_run_ids)
-            if missing:
-                data.notes.append(missing_note(missing, scrub(str(target.tracking_uri))))
-    return build_from_data(data, kinds, target.out_dir)
+        return data
+    data = collect(target, history=history)
+    if not data.runs and target.sweep_dir is not None:
+        return _local_or_empty(data, target)
+    missing = missing_jobs(target.sweep_dir, data.runs, target.twin_run_ids)
+    if missing:
+        data.notes.append(missing_note(missing, scrub(str(target.tracking_uri))))
+    return data
+
+
+def build_reports(target: Target, kinds: Optional[Sequence[str]] = None, history: str = "auto") -> BuildResult:
+    """Collect the target's sweep from MLflow and build its reports (see `build_from_data`)."""
+    return build_from_data(collect_target(target, history), kinds, target.out_dir)
 
 
 def _local_or_empty(data: SweepData, target: Target) -> SweepData:

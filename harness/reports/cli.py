@@ -1,5 +1,5 @@
 """python -m harness report <sweep-id | sweep folder | parent-run-id> [--kind K ...] [--experiment NAME]
-[--tracking-uri URI] [--out DIR]: build a sweep's reports from what MLflow holds."""
+[--tracking-uri URI] [--out DIR]: build a sweep's reports from what MLflow holds; `report A B`: compare two sweeps."""
 from __future__ import annotations
 
 import argparse
@@ -18,13 +18,18 @@ def _parser(kinds: List[str]) -> argparse.ArgumentParser:
         description="Build HTML + Markdown reports of a sweep from its MLflow runs. Reports go to\n"
                     "<sweep folder>/reports/<kind>/ (index: <sweep folder>/reports/index.html) and are logged to\n"
                     "the sweep's parent run, if any. A sweep builds its reports when it ends; run this to rebuild\n"
-                    "them or to build one kind: the other reports already there are kept.",
+                    "them or to build one kind: the other reports already there are kept. Two targets (report A B):\n"
+                    "one page comparing the sweeps (shared cells' final accuracy and differences, verdicts, settings),\n"
+                    "written to --out or <output root>/reports/compare/<A>_vs_<B>/.",
         epilog="examples:\n  python -m harness report multirun/2026-11-29/10-00-00-000000\n"
                "  python -m harness report multirun/2026-11-29/10-00-00-000000 --kind sensitivity --out /tmp/sens\n"
+               "  python -m harness report multirun/2026-11-29/10-00-00-000000 multirun/2026-11-30/09-00-00-000000\n"
                "  python -m harness report --list",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", nargs="?", help="a sweep folder (multirun/<date>/<time>), a sweep id "
                    "(<date>/<time>) or an MLflow (parent) run id; none: list the sweeps under the output root")
+    p.add_argument("other", nargs="?", metavar="B", help="a second sweep (same forms): compare the two sweeps, "
+                   "A = the first, B = this one; both are read from --tracking-uri when given")
     p.add_argument("--kind", action="append", default=None, metavar="KIND",
                    help=f"report kind(s) to build, repeated or comma-separated; default: every kind whose data "
                         f"the sweep holds (a kind asked for by name whose data is missing gets a page saying "

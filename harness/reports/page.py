@@ -1,5 +1,5 @@
-"""A report page written twice from the same blocks: HTML (figures as PNG files beside it, relative links,
-no external resources) and a Markdown summary. Both end with the runs they used.
+"""A report page written twice from the same blocks: HTML (figures as PNG files beside it, each with a PDF
+twin for print, relative links, no external resources) and a Markdown summary. Both end with the runs they used.
 
 Report kinds only add blocks (`heading`, `text`, `table`, `figure`, ...) and declare `uses(runs)` and
 `missing(...)`; `write()` renders `index.html` and `summary.md` into the page's folder.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+import struct
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -18,6 +19,8 @@ from harness.reports.render import render_page
 from harness.reports.verdicts import Verdict, write_verdicts
 
 HTML_NAME, MD_NAME = "index.html", "summary.md"
+VECTOR = "pdf"  # every figure's vector twin, beside its PNG (for a paper: LaTeX includes PDF)
+SCREEN_DPI = 100  # the PNG is shown at this density (its pixels at savefig.dpi make it sharp on HiDPI screens)
 
 
 def _is_number(value: Any) -> bool:
@@ -63,16 +66,19 @@ class Page:
                             list(row_classes) if row_classes else None))
 
     def figure(self, fig, name: str, caption: str, tight: bool = False) -> str:
-        """Save a matplotlib figure as `<name>.png` beside the page and show it; returns the file name.
-        tight=True crops to the drawn content (an extra layout pass: slow on large figures); the default
-        keeps the figure's own layout, which `plots.grid` sets with fixed margins."""
+        """Save a matplotlib figure as `<name>.png` (at savefig.dpi, see plots.py) and `<name>.pdf` beside the
+        page and show the PNG, linked with its PDF; returns the PNG's file name. tight=True crops to the drawn
+        content (an extra layout pass: slow on large figures); the default keeps the figure's own layout,
+        which `plots.grid` sets with fixed margins."""
         from harness.reports.plots import close  # matplotlib: only when a page has a figure (the registry imports page)
 
-        filename = f"{name}.png"
-        fig.savefig(self.out_dir / filename, bbox_inches="tight" if tight else None, pil_kwargs={"compress_level": 3})
+        filename, vector = f"{name}.png", f"{name}.{VECTOR}"
+        box = "tight" if tight else None
+        fig.savefig(self.out_dir / filename, bbox_inches=box, pil_kwargs={"compress_level": 3})
+        fig.savefig(self.out_dir / vector, bbox_inches=box)
         close(fig)
         self.figures.append(filename)
-        self.blocks.append(("fig", filename, caption))
+        self.blocks.append(("fig", filename, caption, vector, _screen_width(self.out_dir / filename)))
         return filename
 
     def missing(self, text: str) -> None:
@@ -121,8 +127,11 @@ class Page:
             return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in block[1]) + "</ul>\n"
         if kind == "fig":
             src, caption = html.escape(block[1], quote=True), html.escape(block[2])
-            return (f'<figure><img src="{src}" alt="{caption}" loading="eager">'
-                    f"<figcaption>{caption}</figcaption></figure>\n")
+            vector = html.escape(block[3], quote=True)
+            width = f' width="{block[4]}"' if block[4] else ""
+            return (f'<figure><a href="{src}"><img src="{src}" alt="{caption}"{width} loading="eager"></a>'
+                    f'<figcaption>{caption} <span class="files">Files: <a href="{src}">PNG</a> · '
+                    f'<a href="{vector}">{VECTOR.upper()} (vector)</a></span></figcaption></figure>\n')
         if kind == "table":
             return self._html_table(*block[1:])
         raise ValueError(f"unknown block kind {kind!r}")
@@ -176,3 +185,19 @@ class Page:
             return fmt(v).replace("|", "\\|").replace("\n", " ")
         lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
         return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+
+
+def _screen_width(png: Path) -> Optional[int]:
+    """The PNG's width in CSS pixels at SCREEN_DPI (its header's width scaled from the saved density), so a
+    200-dpi figure shows at the size a 100-dpi one did; None if the header is unreadable."""
+    from matplotlib import rcParams
+
+    try:
+        with open(png, "rb") as handle:
+            head = handle.read(24)
+        width = struct.unpack(">I", head[16:20])[0]
+    except (OSError, struct.error):
+        return None
+    dpi = rcParams["savefig.dpi"]
+    dpi = rcParams["figure.dpi"] if dpi == "figure" else float(dpi)
+    return max(1, round(width * SCREEN_DPI / dpi))

@@ -42,7 +42,7 @@ BOUNDS["train/reward"] = (0.0, 1.0)
 # a pale shade stays visible over its neighbours' bands.
 BAND_ALPHA, BAND_ALPHA_FEW = 0.16, 0.07
 HALO = [patheffects.withStroke(linewidth=3.2, foreground="white", alpha=0.85)]
-plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9, "axes.titlesize": 10,
+plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 200, "pdf.fonttype": 42, "font.size": 9, "axes.titlesize": 10,
                      "legend.fontsize": 7.5, "axes.grid": True, "grid.alpha": 0.3})
 
 

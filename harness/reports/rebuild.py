@@ -9,7 +9,8 @@ from typing import List, Optional
 
 from harness.config.errors import EXIT_BAD_INPUT
 from harness.reports.out_folder import check_report_out
-from harness.reports.build import build_reports
+from harness.reports.build import build_reports, collect_target
+from harness.reports.compare import build_compare, check_out
 from harness.reports.locate import TargetError, default_root, job_dirs, resolve, sweep_folders
 from harness.reports.verdicts import terminal_lines
 from harness.tracking.outage import apply_client_defaults
@@ -46,11 +47,45 @@ def _check_folder(target: str) -> None:
                           "or config.yaml in it); nothing written")
 
 
+def compare_out(a: str, b: str) -> Path:
+    """The compare page's default folder: <output root>/reports/compare/<A>_vs_<B> (ids or folder names)."""
+    def name(target: str) -> str:
+        path = Path(target).expanduser()
+        return "_".join(path.resolve().parts[-2:]) if path.is_dir() else target.replace("/", "_")
+    return default_root() / "reports" / "compare" / f"{name(a)}_vs_{name(b)}"
+
+
+def _compare(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
+    """`report A B`: the compare page of two sweeps, its path printed."""
+    try:
+        if kinds is not None:
+            raise ValueError("--kind does not apply to comparing two sweeps (report A B builds one compare page)")
+        out = Path(args.out).expanduser() if args.out else compare_out(args.target, args.other)
+        check_out(out)
+        datas = []
+        for arg in (args.target, args.other):
+            _check_folder(arg)
+            target = resolve(arg, args.tracking_uri, args.experiment)
+            if target.tracking_uri:
+                check_store(target.tracking_uri)
+            datas.append(collect_target(target, args.history))
+            if not datas[-1].runs:
+                raise TargetError(f"sweep {arg} has no runs (in {target.tracking_uri or 'its job folders'})")
+    except (TargetError, ValueError) as err:
+        print(f"harness report: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"compare            {build_compare(datas[0], datas[1], out)}")
+    return 0
+
+
 def run(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
-    """Build the reports `kinds` (None: every kind with data) of `args.target`, or list the sweeps."""
+    """Build the reports `kinds` (None: every kind with data) of `args.target`, compare it with `args.other`,
+    or list the sweeps."""
     if not args.target:
         return _list_sweeps()
     apply_client_defaults()  # short HTTP retries and timeout against a store that is down
+    if getattr(args, "other", None):
+        return _compare(args, kinds)
     try:
         _check_folder(args.target)
         if args.out is not None:

@@ -132,3 +132,27 @@ def test_claim_and_stability_pages_render_in_the_browser(chromium, shared_store,
             assert "decisions.png" in sources and "Verdict: " in dom
         if kind == "stability":
             assert "This sweep runs one precision (fp32)" in dom and re.search(r"<th[^>]*>seeds</th>", dom)
+
+
+def test_compare_page_renders_in_the_browser(chromium, shared_store, tmp_path):
+    """`report A B` of two synthetic sweeps opened in headless Chromium: the figure loads, the shared cells'
+    table and the settings that differ are in the DOM, and the figure's PDF is offered."""
+    from harness.reports.cli import main
+    from harness.reports.synthetic import FakeRun, write_sweep
+
+    uri, _ = shared_store
+    a, b = "2026-08-21/00-00-00-000000", "2026-08-22/00-00-00-000000"
+    write_sweep(uri, [FakeRun("dppo", {"delta": d}, seed=s) for d in (0.1, 0.2) for s in range(3)], a)
+    write_sweep(uri, [FakeRun("dppo", {"delta": d}, seed=s, params={"trainer.lr": 0.002}) for d in (0.1, 0.2)
+                      for s in range(3)], b)
+    out = tmp_path / "compare"
+    assert main([a, b, "--tracking-uri", uri, "--out", str(out)]) == 0
+    page = out / "index.html"
+    sources = check_page(page)
+    dom, shot = render(chromium, page, tmp_path)
+    keep = Path(os.environ.get("HARNESS_SCREENSHOT_DIR", tmp_path))
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / "synthetic-compare.png")
+    assert sources == ["compare_cells.png"] and re.search(r'data-broken-images="0"', dom)
+    assert "dppo δ=0.1" in dom and "paired over 3 shared seeds" in dom and "trainer.lr" in dom
+    assert 'href="compare_cells.pdf"' in dom

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from harness.config.yaml_errors import YAML_READ_ERRORS
-from harness.reports import plots, threshold_action, threshold_effect
+from harness.reports import plots, threshold_action, threshold_effect, threshold_figure
 from harness.reports.data import Run, SweepData, fmt
 from harness.reports.decisions import spec_for
 from harness.reports.outcomes import per_seed, resolution
@@ -103,14 +103,14 @@ def missing_seeds_command(data: SweepData, want: int) -> str:
     spec = spec_for(data)
     if spec is not None:
         return f"python -m harness sweep {spec.name} {seeds}"
-    overrides = _sweep_overrides(data)
+    overrides = sweep_overrides(data)
     if overrides is None:
         return f"the sweep's own command with {seeds}"
     kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed"]
     return "python -m harness multirun " + " ".join(shlex.quote(o) for o in kept) + f" {seeds}"
 
 
-def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
+def sweep_overrides(data: SweepData) -> Optional[List[str]]:
     if data.sweep_dir is None or not (data.sweep_dir / "multirun.yaml").is_file():
         return None
     from omegaconf import OmegaConf
@@ -122,10 +122,17 @@ def _sweep_overrides(data: SweepData) -> Optional[List[str]]:
     return [str(o) for o in task]
 
 
+def compared(data: SweepData) -> Dict:
+    """{(objective, variant): runs} of the variants run at ≥ 2 values of their threshold: what the page compares."""
+    return {k: v for k, v in _groups(data).items() if len({threshold(r)[2] for r in v}) >= 2}
+
+
 def build(data: SweepData, page: Page) -> None:
-    groups = {k: v for k, v in _groups(data).items() if len({threshold(r)[2] for r in v}) >= 2}
+    groups = compared(data)
     used = [r for members in groups.values() for r in members]
     page.uses(used)
+    for line in _left_out(data, groups, used):
+        page.missing(line)
     page.text(T_METHOD + f". Final accuracy = mean of the last {LAST_K} evaluations of a run. With one finished "
               "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
@@ -197,7 +204,7 @@ def build(data: SweepData, page: Page) -> None:
     page.heading("Accuracy versus threshold")
     page.table(["variant", "threshold", "value", "finished seeds", "final acc (mean)", "final 95% CI",
                 "best acc (mean)", "best 95% CI"], rows)
-    _accuracy_vs_threshold(data, page, groups)
+    _accuracy_vs_threshold(data, page, groups, sesoi)
     _curves(data, page, groups)
 
 
@@ -229,52 +236,33 @@ def _differences(page: Page, decided, sesoi: float, alpha: float) -> None:
                 "the table.")
 
 
+def _left_out(data: SweepData, groups: Dict, used) -> List[str]:
+    """One line per objective (or variant) of the sweep this page leaves out, with its runs and why."""
+    kept = {r.run_id for r in used}
+    lines = []
+    for (objective, name), members in _groups(data).items():
+        if (objective, name) not in groups:
+            value = fmt(threshold(members[0])[2])
+            lines.append(f"{name}: {len(members)} run{'s' if len(members) != 1 else ''} left out — run at one "
+                         f"value of its threshold ({threshold(members[0])[1]}={value}): nothing to compare.")
+    no_threshold: Dict[str, int] = {}
+    for run in data.runs:
+        if run.run_id not in kept and threshold(run)[0] is None:
+            no_threshold[run.objective] = no_threshold.get(run.objective, 0) + 1
+    lines += [f"{objective}: {n} run{'s' if n != 1 else ''} left out — the objective has no threshold (δ or ε) "
+              "to vary." for objective, n in sorted(no_threshold.items())]
+    return lines
+
+
 def _ci(interval) -> Optional[str]:
     return None if interval.low is None else f"[{interval.low:.3f}, {interval.high:.3f}]"
 
 
-def _accuracy_vs_threshold(data: SweepData, page: Page, groups: Dict) -> None:
-    fig, axes = plots.grid(2)
-    values_seen: List[float] = []
-    for which, ax in zip(("final_acc", "best_acc"), axes):
-        for g, ((objective, name), members) in enumerate(groups.items()):
-            values = sorted({threshold(r)[2] for r in members})
-            values_seen += values
-            xs, means, errs, hollow = [], [], [], []
-            for v in values:
-                done = [r for r in members if threshold(r)[2] == v and r.status == "FINISHED"]
-                ci = t_interval([getattr(summarize(data, r), which) for r in done], bounds=(0.0, 1.0))
-                if ci.mean is None:
-                    continue
-                xs.append(v), means.append(ci.mean), hollow.append(ci.n < 2)
-                errs.append((ci.mean - ci.low, ci.high - ci.mean) if ci.low is not None else (0.0, 0.0))
-            if not xs:
-                continue
-            ax.errorbar(xs, means, yerr=np.array(errs).T, color=colour(objective), marker=MARKERS[g % len(MARKERS)],
-                        linestyle=OTHER_STYLES[g % len(OTHER_STYLES)], capsize=3, linewidth=1.5,
-                        label=f"{name} ({threshold(members[0])[1]})")
-            single = [(x, m) for x, m, h in zip(xs, means, hollow) if h]
-            if single:
-                ax.scatter(*zip(*single), facecolors="white", edgecolors=colour(objective), zorder=3, s=30)
-        log = plots.log_x_if_wide(ax, values_seen)
-        what = "final" if which == "final_acc" else "best"
-        plots.finish(ax, f"{what.capitalize()} eval accuracy vs threshold",
-                     _axis_label(groups) + (", log scale" if log else ""),
-                     f"{what} eval accuracy (fraction correct)")
-    page.figure(fig, "accuracy_vs_threshold", "Mean over finished seeds with 95% Student-t error bars inside "
-                "[0, 1]; hollow markers: one seed (no interval). Colour, marker and line style = objective/variant.")
-
-
-def _axis_label(groups: Dict) -> str:
-    """'threshold δ', or e.g. 'threshold: δ (dppo, drpo), ε (spo)' when objectives name it differently."""
-    by_symbol: Dict[str, List[str]] = {}
-    for (objective, _), members in groups.items():
-        names = by_symbol.setdefault(threshold(members[0])[1], [])
-        if objective not in names:
-            names.append(objective)
-    if len(by_symbol) == 1:
-        return f"threshold {next(iter(by_symbol))}"
-    return "threshold: " + ", ".join(f"{sym} ({', '.join(objs)})" for sym, objs in by_symbol.items())
+def _accuracy_vs_threshold(data: SweepData, page: Page, groups: Dict, sesoi: float):
+    """The figure on the page; returns its axes (their limits and bands are what tests read)."""
+    fig, axes = threshold_figure.draw(data, groups, sesoi)
+    page.figure(fig, "accuracy_vs_threshold", threshold_figure.CAPTION.format(sesoi=sesoi))
+    return axes
 
 
 def _curves(data: SweepData, page: Page, groups: Dict) -> None:

@@ -1,16 +1,16 @@
 """stability: per variant (objective × precision × the sweep's other axes; replicates are seeds only),
 mismatch growth, entropy, gradient norm and accuracy over time, and automatic collapse detection
 (`collapse.py`) with the step each run collapsed at and the detector's false-alarm rate on fp32 runs of
-trust-region objectives. With one precision it says so and compares the other axes instead."""
+objectives with a trust region, every objective of the sweep accounted for. With one precision it says so and compares the other axes instead."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-
-from harness.reports import plots
 from scipy import stats
 
+from harness.algorithms.specs import SPECS
+from harness.reports import plots
 from harness.reports.data import Run, SweepData
 from harness.reports.page import Page
 from harness.reports.palette import OTHER_STYLES, PRECISION_STYLES, colour, line_style, shades
@@ -27,7 +27,12 @@ RULE = (f"Collapse rule: eval accuracy averaged over {EVAL_WINDOW} evaluations, 
         "there (so a run that starts low can collapse too; for eval accuracy the fall must also be at least one "
         "eval problem's worth where the run records its eval set's size); or the loss becomes non-finite; or the "
         "run FAILED with a non-finite error. The step is the first step of that final stretch.")
-STABLE = ("dppo", "bandpo", "grpo", "grpo_cliphigher", "minirl")  # objectives with a trust region or clip
+# Objectives expected not to collapse without mismatch: those the objective library gives a trust region (a clip,
+# a mask, a band or a penalty: any geometry but "none"). Baselines (pg_is, cispo) have none: a collapse there may
+# be real, so it is no false alarm.
+def has_trust_region(objective: str) -> bool:
+    spec = SPECS.get(objective)
+    return spec is not None and spec.geometry != "none"
 
 
 def needs(data: SweepData) -> Optional[str]:
@@ -42,12 +47,35 @@ def _groups(data: SweepData) -> Dict[Tuple[str, str], List[Run]]:
     return variants(data, data.runs, compare=[])
 
 
+def calm(run: Run) -> bool:
+    """Without mismatch: fp32, or mismatch_scale 0."""
+    return run.precision == "fp32" or run.param("precision.mismatch_scale") in (0, 0.0)
+
+
 def false_alarms(data: SweepData) -> Tuple[int, int]:
     """(collapses flagged, runs) among FINISHED runs without mismatch (fp32, or mismatch_scale 0) of objectives
     with a trust region: such runs are expected not to collapse, so a flag there is a false alarm."""
-    calm = [r for r in data.runs if r.status == "FINISHED" and r.objective in STABLE
-            and (r.precision == "fp32" or r.param("precision.mismatch_scale") in (0, 0.0))]
-    return sum(summarize(data, r).collapse is not None for r in calm), len(calm)
+    counted = [r for r in data.runs if r.status == "FINISHED" and has_trust_region(r.objective) and calm(r)]
+    return sum(summarize(data, r).collapse is not None for r in counted), len(counted)
+
+
+def accounting(data: SweepData) -> List[list]:
+    """Per objective of the sweep: [objective, runs, counted, flagged, left out and why] for the false-alarm rate."""
+    rows = []
+    for objective in sorted({r.objective for r in data.runs}):
+        runs = [r for r in data.runs if r.objective == objective]
+        if not has_trust_region(objective):
+            rows.append([objective, len(runs), 0, None, f"all {len(runs)}: no trust region (geometry none in the "
+                         "objective library), so a collapse may be real"])
+            continue
+        unfinished = [r for r in runs if r.status != "FINISHED"]
+        noisy = [r for r in runs if r.status == "FINISHED" and not calm(r)]
+        counted = [r for r in runs if r.status == "FINISHED" and calm(r)]
+        why = [f"{len(unfinished)} not finished"] * bool(unfinished) + [
+            f"{len(noisy)} with mismatch ({', '.join(sorted({r.precision for r in noisy}))})"] * bool(noisy)
+        rows.append([objective, len(runs), len(counted), sum(summarize(data, r).collapse is not None for r in counted),
+                     "; ".join(why) or "none"])
+    return rows
 
 
 def build(data: SweepData, page: Page) -> None:
@@ -58,17 +86,22 @@ def build(data: SweepData, page: Page) -> None:
     if len(precisions) < 2:
         page.text(f"This sweep runs one precision ({precisions[0]}): nothing here compares precisions; the report "
                   "compares its variants (objective and the sweep's other axes) at that precision instead.")
-    flagged, calm = false_alarms(data)
-    if calm:
-        ci = stats.binomtest(flagged, calm).proportion_ci(0.95, method="exact")
-        page.text(f"Collapse detector false-alarm rate: {flagged}/{calm} finished runs without mismatch (fp32 or "
-                  f"mismatch_scale 0) of trust-region objectives ({', '.join(STABLE)}) flagged = {flagged / calm:.1%} "
-                  f"[{ci.low:.1%}, {ci.high:.1%}] (Clopper–Pearson 95%). Method: such runs are expected stable, so "
-                  "every flag among them is counted as a false alarm.", "method")
+    flagged, counted = false_alarms(data)
+    rows = accounting(data)
+    objectives = ", ".join(row[0] for row in rows if row[2])
+    if counted:
+        ci = stats.binomtest(flagged, counted).proportion_ci(0.95, method="exact")
+        page.text(f"Collapse detector false-alarm rate: {flagged}/{counted} finished runs without mismatch (fp32 or "
+                  f"mismatch_scale 0) of this sweep's objectives with a trust region ({objectives}) flagged = "
+                  f"{flagged / counted:.1%} [{ci.low:.1%}, {ci.high:.1%}] (Clopper–Pearson 95%). Method: such runs "
+                  "are expected stable, so every flag among them is counted as a false alarm; the table below "
+                  "accounts for every run of the sweep.", "method")
     else:
         page.text("Collapse detector false-alarm rate: not measurable in this sweep (no finished fp32 / "
-                  "mismatch_scale 0 run of a trust-region objective). Method: the share of such runs the detector "
-                  "flags.", "method")
+                  "mismatch_scale 0 run of an objective with a trust region). Method: the share of such runs the "
+                  "detector flags; the table below says why each objective's runs are left out.", "method")
+    page.table(["objective", "runs", "counted", "flagged", "left out (why)"], rows, sortable=False,
+               caption="Runs behind the false-alarm rate, per objective of this sweep.")
     running = [r for r in data.runs if r.status in ("RUNNING", "SCHEDULED")]
     if running:
         page.missing(f"{len(running)} run{'s are' if len(running) > 1 else ' is'} still running: a collapse after "
