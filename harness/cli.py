@@ -23,6 +23,7 @@ TOOLS = {
     "repair": ("harness.tracking.status:repair_main", "mark runs whose process died (no heartbeat) KILLED"),
     "sync": ("harness.tracking.sync:main", "upload tracking records spooled while the store was away"),
     "server": ("harness.tracking.server:main", "start an MLflow tracking server for many writers"),
+    "clean": ("harness.launchers.cleanup:main", "list old sweep/run folders whose runs all ended (--yes: delete)"),
     "algos": ("harness.cli:print_algos", "the objective library: families, parameters, defaults"),
     "stage": ("harness.trainers.verl.stage:main", "fetch a verl run's model and datasets once into a shared folder"),
 }
