@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from harness.infra.claim import FolderInUse, claim, held_by, release
+from harness.infra.claim import LOCK_FILE, FolderInUse, claim, held_by, release
 from harness.infra.run_record import live_job
 from harness.launchers.sweep_parent import job_statuses
 
@@ -54,7 +54,8 @@ def parse_age(text: str) -> float:
 
 
 def _walk(folder: Path) -> Tuple[int, float]:
-    """(bytes, newest modification time) of everything under `folder`."""
+    """(bytes, newest modification time) of everything under `folder`; a claim's lock file counts for its size
+    only (taking or asking for a claim rewrites it: `clean` itself does)."""
     size, newest = 0, folder.stat().st_mtime
     for base, _, files in os.walk(folder):
         for name in files:
@@ -62,7 +63,8 @@ def _walk(folder: Path) -> Tuple[int, float]:
                 stat = os.lstat(os.path.join(base, name))
             except OSError:
                 continue
-            size, newest = size + stat.st_size, max(newest, stat.st_mtime)
+            size += stat.st_size
+            newest = newest if name == LOCK_FILE else max(newest, stat.st_mtime)
     return size, newest
 
 
