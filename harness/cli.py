@@ -184,15 +184,14 @@ def run_cli(argv: List[str]) -> int:
 
 def _run_one(job) -> Any:
     """The run's JobReturn (None for a plan printed instead)."""
-    from harness.launchers import results
-    from harness.launchers.plan import launcher_for, print_plan
+    from harness.launchers import plan, results
     from harness.launchers.preflight import check_jobs, print_dry_run
     from hydra_plugins.harness_launcher.single_run import run_single
 
     if print_dry_run([job]):  # the plan only: nothing is checked against the cluster or started
         return None
     if plan_only():  # --plan
-        print_plan(f"run {' '.join(job.overrides)}".rstrip(), launcher_for([job]), [job])
+        plan.print_plan(f"run {' '.join(job.overrides)}".rstrip(), plan.launcher_for([job]), [job])
         return None
     check_jobs([job], multirun=False)
     notice(f"starting run {results.run_name(job.overrides) or job.spec.algo.name} (loading torch, mlflow)…")

@@ -68,19 +68,21 @@ def _makespan(durations: List[float], workers: int) -> float:
 
 
 def _skipped_line(jobs: Sequence[Job], plans: List[JobPlan]) -> str:
-    skipped = sum(bool(p.done) for p in plans)
+    in_folder = sum(p.done.endswith("stopped sweep") for p in plans)
+    twins = sum(p.done.startswith("FINISHED as") for p in plans)
+    head = f"already FINISHED: {in_folder + twins} of {len(plans)}"
+    parts = [f"{in_folder} in the stopped sweep it continues"] if in_folder else []
     spec = jobs[0].spec
     if spec.get("force"):
-        return "already FINISHED: not looked up (--force reruns every config)"
-    if spec.tracking.backend != "mlflow":
-        return f"already FINISHED: not looked up (tracking.backend={spec.tracking.backend})"
-    where = f"{tracking_uri(spec)}, experiment {experiment_name(spec)}"
-    versions = "any code version" if spec.get("reuse_across_versions") else "this code version"
-    in_folder = sum(p.done.endswith("stopped sweep") for p in plans)
-    text = (f"already FINISHED: {skipped} of {len(plans)} (skip-finished skips them: an identical config FINISHED "
-            f"in {where}, by {versions}")
-    text += f"; {in_folder} of them in the stopped sweep" if in_folder else ""
-    return text + ("; --force reruns them)" if skipped else ")")
+        parts.append("identical configs not looked up: --force reruns them")
+    elif spec.tracking.backend != "mlflow":
+        parts.append(f"identical configs not looked up: tracking.backend={spec.tracking.backend}")
+    else:
+        versions = "any code version" if spec.get("reuse_across_versions") else "this code version"
+        where = f"{tracking_uri(spec)}, experiment {experiment_name(spec)}, by {versions}"
+        parts.append(f"{twins} as an identical config in {where}: skip-finished skips them, --force reruns them"
+                     if twins else f"no identical config FINISHED in {where}")
+    return f"{head} ({'; '.join(parts)})"
 
 
 def _estimate(jobs: Sequence[Job], plans: List[JobPlan], layout) -> List[str]:

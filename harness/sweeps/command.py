@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from typing import List
 
-from harness.launchers.plan import launcher_for, print_plan
 from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
 
@@ -85,6 +84,8 @@ def main(argv: List[str]) -> int:
 
 def _plan(spec, sweep_dir, jobs: list, user: List[str]) -> int:
     """`--plan`: each grid's plan (every job of every grid validated by `prepare_jobs`); nothing started."""
+    from harness.launchers.plan import launcher_for, print_plan  # hydra: not for the quick listing of the sweeps
+
     adaptive = spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user)
     print(f"sweep {spec.name}: {len(jobs)} grid{'s' if len(jobs) != 1 else ''}, {sum(map(len, jobs))} jobs, "
           f"into {sweep_dir}/ (each grid runs as one multirun, one after another)"

@@ -42,7 +42,8 @@ def test_plan_counts_a_finished_run_as_done_and_writes_nothing(run_harness):
     proc = run_harness("multirun", *TINY, "seed=0,1", "--plan")
     assert proc.returncode == 0, proc.stderr[-2000:]
     plan = _lines(proc.stdout)
-    assert plan["already FINISHED"].startswith("1 of 2 (skip-finished skips them"), plan
+    assert plan["already FINISHED"].startswith("1 of 2 (1 as an identical config in sqlite:"), plan
+    assert "skip-finished skips them" in plan["already FINISHED"]
     assert plan["to train"] == "1 run"
     assert "measured on this machine: median of 1 earlier run of this shape" in proc.stdout  # from its metrics
     assert sorted((run_harness.root / "multirun").rglob("*")) == folders and _runs(run_harness.root) == runs
