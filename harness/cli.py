@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, List, Optional
 
-from harness.config.flags import NEW_SWEEP_ENV  # a few names: no heavy import
+from harness.config.flags import NEW_SWEEP_ENV, plan_only  # a few names: no heavy import
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -23,6 +23,7 @@ TOOLS = {
     "repair": ("harness.tracking.status:repair_main", "mark runs whose process died (no heartbeat) KILLED"),
     "sync": ("harness.tracking.sync:main", "upload tracking records spooled while the store was away"),
     "server": ("harness.tracking.server:main", "start an MLflow tracking server for many writers"),
+    "clean": ("harness.launchers.cleanup:main", "list old sweep/run folders whose runs all ended (--yes: delete)"),
     "algos": ("harness.cli:print_algos", "the objective library: families, parameters, defaults"),
     "stage": ("harness.trainers.verl.stage:main", "fetch a verl run's model and datasets once into a shared folder"),
 }
@@ -42,8 +43,9 @@ examples:
   python -m harness report multirun/<date>/<time> --kind sensitivity
 
 overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).
-flags: --cfg job (print the composed spec, run nothing), --force (rerun finished configs), --detach,
-       --dry-run (verl plans), --yes (a grid of over 10,000 jobs), --hydra-help (Hydra's own help),
+flags: --plan (jobs, already finished, ensembles, time, #SBATCH lines; run nothing), --cfg job (the spec),
+       --force (rerun finished configs), --detach, --dry-run (verl plans), --yes (a grid of over 10,000 jobs),
+       --hydra-help (Hydra's own help),
        --new-sweep (a new sweep folder, where re-running a stopped sweep's command would continue it)
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
@@ -142,12 +144,14 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
-    from harness.config.flags import harness_flags, informs_only, take_new_sweep_flag
+    from harness.config.flags import harness_flags, informs_only, take_new_sweep_flag, take_plan_flag
     from harness.config.limits import take_yes_flag
 
-    # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued
-    argv = harness_flags(take_new_sweep_flag(take_yes_flag(argv)))
-    launches = not informs_only(argv)
+    # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued;
+    # --plan: what would run, printed once every job is validated (harness/launchers/plan.py)
+    argv = harness_flags(take_plan_flag(take_new_sweep_flag(take_yes_flag(argv))))
+    checks = not informs_only(argv)  # a run or sweep to validate (and to start, without --plan)
+    launches = checks and not plan_only()
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
     from hydra_plugins.harness_launcher.arguments import parse_hydra_args
@@ -167,7 +171,7 @@ def run_cli(argv: List[str]) -> int:
             return 0
         if multirun or not _launches_with_default_config(args):
             # Hydra composes each job in the launcher; the sweeper has the launcher validate them all first
-            if multirun and launches:
+            if multirun and checks:
                 check_sweep_config(args.overrides)
             if launches:
                 notice("starting the sweep (loading torch, mlflow)…" if multirun else "starting the run…")
@@ -180,11 +184,14 @@ def run_cli(argv: List[str]) -> int:
 
 def _run_one(job) -> Any:
     """The run's JobReturn (None for a plan printed instead)."""
-    from harness.launchers import results
+    from harness.launchers import plan, results
     from harness.launchers.preflight import check_jobs, print_dry_run
     from hydra_plugins.harness_launcher.single_run import run_single
 
     if print_dry_run([job]):  # the plan only: nothing is checked against the cluster or started
+        return None
+    if plan_only():  # --plan
+        plan.print_plan(f"run {' '.join(job.overrides)}".rstrip(), plan.launcher_for([job]), [job])
         return None
     check_jobs([job], multirun=False)
     notice(f"starting run {results.run_name(job.overrides) or job.spec.algo.name} (loading torch, mlflow)…")

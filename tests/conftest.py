@@ -90,7 +90,8 @@ def run_harness(tmp_path, warm_cache):
 
     def make_argv(*args: str) -> list:
         argv = [sys.executable, "-m", "harness", *args]
-        takes_overrides = args[:1] not in (("algos",), ("status",), ("repair",), ("sync",), ("report",), ("server",))
+        takes_overrides = args[:1] not in (("algos",), ("status",), ("repair",), ("sync",), ("report",), ("server",),
+                                            ("clean",))
         if takes_overrides and not any(a.startswith("cache_dir=") for a in args):
             argv.append(f"cache_dir={warm_cache}")
         return argv

@@ -13,6 +13,12 @@ HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "-
 NEW_SWEEP_FLAG = "--new-sweep"
 NEW_SWEEP_ENV = "HARNESS_NEW_SWEEP"
 
+# `--plan`: print what the command would do (jobs, already FINISHED, ensembles, time, Slurm resources) once every
+# job is composed and validated, and start nothing (harness/launchers/plan.py); an environment variable, so
+# that it changes no job's config (nor its config hash, which skip-finished looks up).
+PLAN_FLAG = "--plan"
+PLAN_ENV = "HARNESS_PLAN"
+
 INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
 
@@ -30,3 +36,14 @@ def take_new_sweep_flag(argv: List[str]) -> List[str]:
     if NEW_SWEEP_FLAG in argv:
         os.environ[NEW_SWEEP_ENV] = "1"
     return [a for a in argv if a != NEW_SWEEP_FLAG]
+
+
+def take_plan_flag(argv: List[str]) -> List[str]:
+    """`--plan` removed from `argv`; given, the command prints its plan and starts nothing (`HARNESS_PLAN=1`)."""
+    if PLAN_FLAG in argv:
+        os.environ[PLAN_ENV] = "1"
+    return [a for a in argv if a != PLAN_FLAG]
+
+
+def plan_only() -> bool:
+    return os.environ.get(PLAN_ENV, "") not in ("", "0")

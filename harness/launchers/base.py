@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
@@ -39,6 +39,15 @@ class JobFailed(RuntimeError):
 
 
 Key = Tuple[str, ...]  # a job's overrides
+
+
+class Layout(NamedTuple):
+    """How a launcher runs a sweep's jobs: their positions grouped (an ensemble each, or a run alone), how many
+    groups run at once (worker processes, or Slurm array tasks at a time), and where, in words."""
+    groups: List[List[int]]
+    workers: int
+    where: str
+    in_workers: bool = True  # False: one after another in the driver's process (launcher=local, no ensemble)
 PROGRESS_MIN_JOBS = 24  # Hydra composes a job in 0.1-0.2 s: a larger sweep shows a bar while it is composed
 
 
@@ -116,6 +125,11 @@ class HarnessLauncher(Launcher):
     def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
         """Hook: overrides a launcher adds to each job (e.g. its share of torch threads)."""
         return overrides
+
+    def layout(self, jobs: List[tuple]) -> Layout:
+        """How `dispatch` runs `jobs` ((overrides, idx) each): their groups (ensembles, runs alone), how many
+        run at once, and where, as the launch line says it (`--plan` prints the same, harness/launchers/plan.py)."""
+        raise NotImplementedError
 
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         raise NotImplementedError
@@ -231,16 +245,21 @@ class SequentialLauncher(HarnessLauncher):
     configs instead of composing each job again). Built-in runs of one shape train together as ensembles,
     one per core in a worker process each (`launcher.members=1`: one run at a time, in this process)."""
 
-    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+    def layout(self, jobs: List[tuple]) -> Layout:
         cores = max(1, os.cpu_count() or 1)
         groups = self.groups(jobs, parts=cores)
         if cores > 1 and any(len(group) > 1 for group in groups):
             # Ensembles use the cores as one worker process each: a tiny model's ops are too small for torch's
             # intra-op threads, whose spinning workers also collapse when anything else wants a core.
             workers = min(cores, len(groups))
-            self.announce(jobs, groups, f"on {workers} worker process{'es' if workers > 1 else ''}")
+            return Layout(groups, workers, f"on {workers} worker process{'es' if workers > 1 else ''}")
+        return Layout(groups, 1, ", one after another in this process", in_workers=False)
+
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        groups, workers, where, in_workers = self.layout(jobs)
+        self.announce(jobs, groups, where)
+        if in_workers:
             return run_groups(self, jobs, groups, workers, lambda _: 1)
-        self.announce(jobs, groups, ", one after another in this process")
         state = Singleton.get_state()
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
         # the runs' own progress bars on a terminal; else the sweep's progress, read from the job folders

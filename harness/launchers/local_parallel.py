@@ -7,7 +7,7 @@ from typing import List, Sequence
 from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
-from harness.launchers.base import HarnessLauncher
+from harness.launchers.base import HarnessLauncher, Layout
 from harness.launchers.worker_pool import run_groups
 
 
@@ -36,12 +36,16 @@ class LocalParallelLauncher(HarnessLauncher):
             extra.append("trainer.progress=false")  # one sweep-level bar instead of interleaved ones
         return list(overrides) + extra
 
-    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+    def layout(self, jobs: List[tuple]) -> Layout:
         """Built-in runs of one shape train as ensembles, split so that every worker has one."""
-        groups = self.groups(jobs, parts=self._workers())
         workers = self._workers()
-        self.announce(jobs, groups, f"on {workers} worker process{'es' if workers > 1 else ''}")
-        return run_groups(self, jobs, groups, self._workers(), lambda members: self._ensemble_threads(members))
+        return Layout(self.groups(jobs, parts=workers), workers,
+                      f"on {workers} worker process{'es' if workers > 1 else ''}")
+
+    def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
+        groups, workers, where, _ = self.layout(jobs)
+        self.announce(jobs, groups, where)
+        return run_groups(self, jobs, groups, workers, lambda members: self._ensemble_threads(members))
 
     def _ensemble_threads(self, members: List[tuple]) -> int:
         """Torch threads of a worker's ensemble: the job's trainer.torch_threads (set by `job_overrides`)."""

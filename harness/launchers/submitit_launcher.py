@@ -14,7 +14,7 @@ from typing import Any, List, Optional, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from harness.launchers.base import HarnessLauncher, JobFailed, job_outcome, log
+from harness.launchers.base import HarnessLauncher, JobFailed, Layout, job_outcome, log
 from harness.config.profiles import profile_for, submitit_parameters
 from harness.launchers.results import JobResult, run_name
 
@@ -46,6 +46,18 @@ class SubmititLauncher(HarnessLauncher):
         return submitit.helpers.DelayedSubmission(self, group, singleton_state, threads)
 
     # -- in the driver -----------------------------------------------------------------------------------
+    def layout(self, jobs: List[tuple]) -> Layout:
+        """One cluster job per group (an array when several); Slurm runs `array_parallelism` of them at once,
+        submitit's local executor all of them."""
+        assert self.config is not None
+        cluster = self.params.get("cluster", "slurm")
+        groups = self.groups(jobs)
+        at_once = len(groups)
+        if cluster == "slurm":
+            at_once = min(at_once, int(profile_for(self.config.launcher).array_parallelism or at_once))
+        return Layout(groups, max(1, at_once), f"as {len(groups)} {'Slurm' if cluster == 'slurm' else 'submitit'} "
+                                               f"job{'s' if len(groups) != 1 else ''}")
+
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         import submitit
 
@@ -56,9 +68,8 @@ class SubmititLauncher(HarnessLauncher):
         executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
-        groups = self.groups(jobs)
-        self.announce(jobs, groups, f"as {len(groups)} {'Slurm' if cluster == 'slurm' else 'submitit'} "
-                                    f"job{'s' if len(groups) != 1 else ''}")
+        groups, _, where, _ = self.layout(jobs)
+        self.announce(jobs, groups, where)
         threads = max(1, int(profile.cpus_per_task or 1))
         with executor.batch():
             batches = [executor.submit(self.for_job(*(jobs[p][0] for p in group)), [jobs[p] for p in group], state,

@@ -22,7 +22,7 @@ def _list() -> None:
             print(f"  {name:22s} BROKEN: {err}")
 
 
-USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--force] [--detach] [--yes] [--continue=<folder>]]
+USAGE = """usage: python -m harness sweep [<name> [overrides ...] [--plan] [--force] [--detach] [--yes] [--continue=<folder>]]
 
 Run a named sweep: a YAML file in sweeps/, ./sweeps/ or $HARNESS_SWEEPS that states a hypothesis, the
 reports it feeds and its grids (a file elsewhere: give its path, ending in .yaml). Every job is validated before the first starts; the reports are built
@@ -31,6 +31,8 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   <name>        a named sweep (listed below), or the path of a sweep file ending in .yaml
   overrides     Hydra overrides added to every job (e.g. launcher=local_parallel 'seed=range(0,5)')
   --force       rerun jobs whose identical config already FINISHED (default: skip them)
+  --plan        print what it would do and start nothing: each grid's jobs, those already FINISHED, their
+                ensembles and worker processes, an estimated time, and launcher=slurm's #SBATCH lines
   --yes         run a grid of more than 10,000 jobs ($HARNESS_MAX_JOBS)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
   --continue=<folder>
@@ -71,11 +73,27 @@ def main(argv: List[str]) -> int:
     except (ConfigError, ValueError) as err:
         print(f"harness: error: sweep {spec.name}: {err}", file=sys.stderr)
         return 2
+    if "--plan" in flags:
+        return _plan(spec, sweep_dir, jobs, user)
     if spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user):
         from harness.sweeps.adaptive import run_adaptive
 
         return run_adaptive(spec, sweep_dir, user, flags)
     return run(spec, sweep_dir, grids, flags, jobs)
+
+
+def _plan(spec, sweep_dir, jobs: list, user: List[str]) -> int:
+    """`--plan`: each grid's plan (every job of every grid validated by `prepare_jobs`); nothing started."""
+    from harness.launchers.plan import launcher_for, print_plan  # hydra: not for the quick listing of the sweeps
+
+    adaptive = spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user)
+    print(f"sweep {spec.name}: {len(jobs)} grid{'s' if len(jobs) != 1 else ''}, {sum(map(len, jobs))} jobs, "
+          f"into {sweep_dir}/ (each grid runs as one multirun, one after another)"
+          + ("; seeds: auto: these are its first round's jobs, later rounds add seeds as its design decides"
+             if adaptive else ""), flush=True)
+    for index, grid in enumerate(jobs):
+        print_plan(f"sweep {spec.name}, grid {index + 1} of {len(jobs)}", launcher_for(grid), grid, folder=sweep_dir)
+    return 0
 
 
 def _continue(spec, folder: str, user: List[str]) -> int:

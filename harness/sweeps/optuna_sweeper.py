@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose_errors import parse_overrides
 from harness.config.errors import ConfigError
+from harness.config.flags import plan_only
 from harness.infra.refused import Refused
 from harness.launchers.job_returns import job_result
 from harness.trainers.pruning import make_pruner
@@ -66,6 +67,11 @@ class OptunaSweeper(Sweeper):
         self.space = self._checked_space(arguments)
         edges = self.launcher.prepare([[*arguments, f"{key}={value}"] for key, dim in self.space.items()
                                        for value in dim.sample_values()], keep=False)
+        if plan_only():  # --plan: trials are chosen as the study goes; only their count and space are known
+            print(f"plan: sweeper=optuna, {self.n_trials} trials ({self.n_jobs} at a time) over "
+                  f"{', '.join(self.space)}; every edge of the space validated (--plan: nothing started, nothing "
+                  "written; the trials' ensembles and time depend on what the study picks)", flush=True)
+            return []
         check_jobs(edges, multirun=True)
         return run_sweep(self.config, self.n_trials, lambda: self._trials(arguments))
 

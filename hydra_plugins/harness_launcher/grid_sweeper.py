@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose import expand_sweep
 from harness.config.errors import ConfigError
+from harness.config.flags import plan_only
 from harness.infra.refused import Refused
 
 
@@ -41,8 +42,9 @@ class GridSweeper(Sweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
+        from harness.launchers.plan import print_plan
         from harness.launchers.preflight import check_jobs, print_dry_run
-        from harness.sweeps.continued import continue_stopped_sweep
+        from harness.sweeps.continued import continue_stopped_sweep, stopped_sweep
         from harness.sweeps.sweep_session import run_sweep
 
         config = self.grid.config
@@ -53,6 +55,10 @@ class GridSweeper(Sweeper):
             raise Refused(str(err)) from None
         jobs = self.grid.launcher.prepare(overrides)
         if print_dry_run(jobs):  # the plans only: nothing is checked against the cluster or started
+            return []
+        if plan_only():  # --plan: what the sweep would do (every job validated above); nothing started
+            print_plan(f"multirun {' '.join(str(o) for o in config.hydra.overrides.task)}", self.grid.launcher,
+                       jobs, stopped_sweep(config))
             return []
         continue_stopped_sweep(config, jobs)  # re-running a stopped sweep's command continues it, in its folder
         check_jobs(jobs, multirun=True)
