@@ -4,7 +4,7 @@
 
 Measured, in a fresh process each (interpreter start and imports included, as a user's command pays them):
   preflight  `python -m harness multirun algo=dppo,drpo delta=0.05,0.1,0.2,0.4,0.8 seed=range(0,10)
-             tracking=none` (100 jobs; --quick: 2 seeds) until its launcher says "Launching 100 jobs": Hydra
+             tracking=none` (100 jobs; --quick: 2 seeds) until its launcher says "launching 100 jobs": Hydra
              starts, the launcher composes each job once through Hydra's config loader and validates it, and
              the sweep's checks run (the process is stopped there, before any job starts);
   hydra      the baseline: the same jobs composed one after another with Hydra's public `compose`
@@ -43,14 +43,15 @@ print(len(jobs))
 
 
 def until_launch(grid: list, root: Path) -> float:
-    """Seconds from the command's start to its launcher's "Launching N jobs" line (then it is stopped)."""
+    """Seconds from the command's start to its launcher's "launching N jobs (launcher=…)" line (then it is
+    stopped)."""
     env = {**os.environ, "HARNESS_OUTPUT_ROOT": str(root)}
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "harness", "multirun", *grid, "tracking=none"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in proc.stdout:
-            if "Launching" in line and "jobs with" in line:
+            if line.startswith("launching ") and " jobs (launcher=" in line:
                 return time.perf_counter() - started
         raise RuntimeError(f"the sweep ended (exit {proc.wait()}) without launching")
     finally:

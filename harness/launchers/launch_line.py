@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence
 
 from hydra.core.utils import filter_overrides
 
+from harness.infra.secrets import mask_overrides
 from harness.tracking.quiet import verbose
 
 log = logging.getLogger("harness")
@@ -45,7 +46,8 @@ def write_job_list(sweep_dir: Path, jobs: Sequence[tuple], folders: Sequence[Opt
     logged at DEBUG; printed with -v). None when the folder cannot be written (the sweep goes on)."""
     lines: List[str] = []
     for (overrides, idx), folder in zip(jobs, folders):
-        line = f"#{idx} : {' '.join(filter_overrides(overrides))}" + (f" -> {folder}" if folder else "")
+        shown = filter_overrides(mask_overrides(overrides))  # masked before Hydra escapes `:` (a URI's password)
+        line = f"#{idx} : {' '.join(shown)}" + (f" -> {folder}" if folder else "")
         lines.append(line)
         log.debug("%s", line)
         if verbose():

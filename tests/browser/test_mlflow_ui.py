@@ -149,9 +149,11 @@ def parent_run_shows_its_verdicts_and_report_figures(chromium, server, experimen
     page = DevTools(chromium, f"{server.url}/#/experiments/{experiment_id}/runs/{run_id}/artifacts/{figure}"
                               f"?{TRAINING_MODE}")
     try:
-        loaded = ("Array.from(document.images).filter(i => i.src.includes('accuracy_vs_threshold.png') "
-                  "&& i.complete && i.naturalWidth > 100).length")
-        page.wait_for(lambda: page.evaluate(loaded), "the report figure inside MLflow's artifact view")
+        # MLflow's image view fetches the file and shows it from a blob: URL, beside the artifact tree
+        loaded = ("Array.from(document.images).filter(i => (i.src.startsWith('blob:') || "
+                  "i.src.includes('accuracy_vs_threshold')) && i.complete && i.naturalWidth > 300).length")
+        page.wait_for(lambda: "accuracy_vs_threshold.png" in page.text() and page.evaluate(loaded),
+                      "the report figure inside MLflow's artifact view", timeout=90)
         page.screenshot(out / "parent_run_report_figure.png")
     finally:
         page.close()
