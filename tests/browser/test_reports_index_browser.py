@@ -24,6 +24,11 @@ def test_parent_run_index_links_every_report_after_a_partial_rebuild(chromium, r
     recorded = Path(MlflowClient(info["tracking_uri"]).download_artifacts(info["run_id"], "reports",
                                                                          str(tmp_path / "parent")))
     dom = one_shot(chromium, (recorded / "index.html").as_uri(), "--dump-dom")
+    verdicts = json.loads((sweep_dir / "reports" / "verdicts.json").read_text())  # the answer, first on the index
+    assert verdicts and dom.index("<h2>Verdicts</h2>") < dom.index("sensitivity/index.html"), dom[:2000]
+    for verdict in verdicts:
+        box = "verdict" if verdict["decided"] else "verdict undecided"
+        assert f'<p class="{box}"><a href="{verdict["report"]}/index.html">' in dom, (verdict, dom[:3000])
     links = re.findall(r'<a href="([\w.-]+)/index\.html">([^<]+)</a>', dom)
     assert {kind for kind, _ in links} == before, dom[:2000]
     links = [(kind, title) for kind, title in links if title != kind]  # the verdict section links by kind name
