@@ -28,6 +28,7 @@ from harness.sweeps.findings_doc import ClaimResult, code_commit, rules_commit, 
 
 QUICK_OVERRIDES = ["debug=quick"]
 QUICK_SEEDS = 2
+QUICK_DROPS = ("trainer.steps=",)  # design overrides --quick leaves out: the pipeline check stays tiny
 
 
 def claim_sweeps() -> List[SweepSpec]:
@@ -50,6 +51,8 @@ def quick_variant(spec: SweepSpec) -> SweepSpec:
     for grid in quick.grids:
         grid["seed"] = grid["seed"][:QUICK_SEEDS] if isinstance(grid.get("seed"), list) else list(range(QUICK_SEEDS))
     quick.design = dataclasses.replace(quick.design, seeds=None, pilot=None)
+    # a design's own run length (e.g. claim 2's trainer.steps=200) would outrank debug=quick's
+    quick.overrides = [o for o in quick.overrides if not o.startswith(QUICK_DROPS)]
     return quick
 
 

@@ -33,6 +33,7 @@ def test_every_claim_is_a_pre_registered_design_with_a_claim_report():
         quick = quick_variant(spec)
         assert all(len(g["seed"]) == QUICK_SEEDS for g in quick.grids) and not quick.design.adaptive
         assert [grid.get("seed") for grid in spec.grids] == seeds_before  # the original is untouched
+        assert not any(o.startswith("trainer.steps=") for o in quick.overrides), quick.overrides  # debug=quick's
 
 
 def test_findings_md_is_built_from_the_claim_page(tmp_path):
