@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from scipy import stats
 
 from harness.reports import pilot, plots, preconditions, serial_designs
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
@@ -21,7 +20,7 @@ from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.sweep_spec import load_sweep
-from harness.stats import inference
+from harness.stats import inference, rates
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.sequential import level
 from harness.stats.words import VERDICT_PREFIX
@@ -118,8 +117,9 @@ def _fisher(arms, weights, alpha) -> inference.Decision:
     if not n1 or not n2:
         return inference.Decision(inference.INCONCLUSIVE, "an arm has no runs", None, None, None, None, None,
                                   alpha, None)
-    p_more = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1])
-    p_less = float(stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="less")[1])
+    # the same one-sided test the designs are sized with (rates.fisher_power); "fewer" is it with the arms swapped
+    p_more = rates.p_greater(rates.Count(k1, n1), rates.Count(k2, n2))
+    p_less = rates.p_greater(rates.Count(k2, n2), rates.Count(k1, n1))
     facts = f"{k1}/{n1} vs {k2}/{n2}, one-sided Fisher p = {p_more:.3g} (more), {p_less:.3g} (fewer)"
     word = (inference.REPRODUCED if p_more < alpha else inference.NOT_REPRODUCED if p_less < alpha
             else inference.INCONCLUSIVE)
