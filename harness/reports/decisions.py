@@ -14,13 +14,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from harness.reports import pilot, plots, preconditions, serial_designs
+from harness.reports import pilot, plots, preconditions, rate_decisions, serial_designs
 from harness.reports.arms import contrast_bounds, exchangeable, matches, selector_text
 from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed, resolution
 from harness.reports.page import Page
 from harness.reports.sweep_spec import load_sweep
-from harness.stats import inference, rates
+from harness.stats import inference
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.sequential import level
 from harness.stats.words import VERDICT_PREFIX
@@ -37,7 +37,10 @@ METHOD = ("Each test is a contrast c = Σ w·mean(arm) − offset of a per-run o
           "within ±SESOI (two one-sided tests), is shown at that α. Inconclusive: neither; then the power figure "
           "(seeds per arm for the target power at the SESOI, given the observed spread) and the command that "
           "runs the missing seeds (fresh seeds only) are printed. Intervals: the (1 − 2α) t-interval (method "
-          "exact: Anderson's), intersected with the range the contrast can take. Several tests: reproduced if every test is (intersection–union, no "
+          "exact: Anderson's), intersected with the range the contrast can take. Tests on collapse counts: "
+          "Fisher's exact test (method fisher: a higher rate) or an exact unconditional score test of the rate "
+          "difference against −SESOI (method rate_difference: non-inferiority), sized by the exact power at "
+          "stated rates. Several tests: reproduced if every test is (intersection–union, no "
           "correction needed); not reproduced if a contradiction survives Holm's correction over the tests at the "
           "look's α.")
 
@@ -99,7 +102,9 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         alpha = look_alpha(spec, n)
         bounds = contrast_bounds(m.bounds, weights, test.offset)
         if test.method == "fisher":
-            decision = _fisher(arms, weights, alpha)
+            decision = rate_decisions.fisher(arms, weights, alpha)
+        elif test.method == "rate_difference":
+            decision = rate_decisions.noninferior_rates(arms, weights, test.sesoi, alpha, design.power)
         else:
             used = [r for r in tested if any(matches(r, sel) for sel, _ in test.contrast)]
             est = inference.estimate([a for _, a in arms], weights, test.offset,
@@ -109,21 +114,6 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
                                         exchangeable=exchangeable(test))
         out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir)))
     return out
-
-
-def _fisher(arms, weights, alpha) -> inference.Decision:
-    (_, a), (_, b) = arms if weights[0] > 0 else arms[::-1]
-    k1, n1, k2, n2 = int(sum(a.values())), len(a), int(sum(b.values())), len(b)
-    if not n1 or not n2:
-        return inference.Decision(inference.INCONCLUSIVE, "an arm has no runs", None, None, None, None, None,
-                                  alpha, None)
-    # the same one-sided test the designs are sized with (rates.fisher_power); "fewer" is it with the arms swapped
-    p_more = rates.p_greater(rates.Count(k1, n1), rates.Count(k2, n2))
-    p_less = rates.p_greater(rates.Count(k2, n2), rates.Count(k1, n1))
-    facts = f"{k1}/{n1} vs {k2}/{n2}, one-sided Fisher p = {p_more:.3g} (more), {p_less:.3g} (fewer)"
-    word = (inference.REPRODUCED if p_more < alpha else inference.NOT_REPRODUCED if p_less < alpha
-            else inference.INCONCLUSIVE)
-    return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_more, p_less, alpha, None)
 
 
 def _command(spec, decision, arms, sweep_dir=None) -> Optional[str]:

@@ -35,6 +35,7 @@ from harness.reports.data import SweepData, fmt
 from harness.reports.outcomes import measure, per_seed
 from harness.reports.page import Page
 from harness.stats import inference
+from harness.stats.design import RATE_METHODS
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.sequential import looks, study
 
@@ -83,7 +84,7 @@ def size(data: SweepData, spec, max_seeds: Optional[int] = None) -> List[Sized]:
     parts = sum(1 for t in design.tests if not t.check)
     out = []
     for test in design.tests:
-        if test.check or test.method == "fisher":
+        if test.check or test.method in RATE_METHODS:
             continue
         arms = [per_seed(data, [r for r in runs if matches(r, sel)], test.measure, design.last_k)
                 for sel, _ in test.contrast]

@@ -20,6 +20,8 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
+                                         # | rate_difference (2 arms, collapsed; noninferior: the rate
+                                         #   difference against −SESOI, exact: harness/stats/rate_difference.py)
                                          # | exact (valid when some runs collapse: harness/stats/robust.py)
                                          # | sign (the median per-seed contrast, exact sign tests: robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
@@ -54,7 +56,8 @@ from harness.stats.grid_seeds import fixed_seeds, runs_per_seed
 from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
 
-METHODS = ("t", "fisher", "exact", "sign")
+METHODS = ("t", "fisher", "exact", "sign", "rate_difference")
+RATE_METHODS = ("fisher", "rate_difference")  # tests on two arms' event counts, sized by stated rates (no pilot SD)
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
 
@@ -190,8 +193,11 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         if not isinstance(contrast, dict) or not contrast:
             raise bad(f"{where}.contrast", "must map arm selectors ('key=value,...') to weights")
         arms = tuple((parse_selector(k), float(w)) for k, w in contrast.items())
-        if method == "fisher" and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
-            raise bad(f"{where}.method", "fisher compares exactly two arms with weights +1 and −1")
+        if method in RATE_METHODS and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
+            raise bad(f"{where}.method", f"{method} compares exactly two arms with weights +1 and −1")
+        if method == "rate_difference" and (raw["hypothesis"] != "noninferior" or raw["measure"] != "collapsed"):
+            raise bad(f"{where}.method", "rate_difference tests hypothesis: noninferior on measure: collapsed "
+                      "(for greater/less use method: fisher)")
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
                               bool(raw.get("check", False))))
@@ -220,15 +226,26 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "
                   f"{used.start}..{used.stop - 1}), e.g. {max(1000, used.stop)} and up")
     for test in design.tests:
-        if test.method != "fisher":
+        if test.method not in RATE_METHODS:
             continue
-        from harness.stats.inference import min_fisher_p  # (scipy: only for a Fisher test, not to list sweeps)
-        from harness.stats.sequential import level
+        from harness.stats.sequential import level  # (scipy: only for a test on rates, not to list sweeps)
 
         n = design.max_seeds(per_seed) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
-        smallest = min_fisher_p(n, n)
+        smallest = smallest_p(test, n)
         if smallest >= final:
-            raise bad(f"test {test.name!r}", f"can never succeed: a one-sided Fisher test with {n} runs per arm "
-                      f"has a smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds or method: t")
+            raise bad(f"test {test.name!r}", f"can never succeed: a {test.method} test with {n} runs per arm has a "
+                      f"smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds")
     return design
+
+
+def smallest_p(test: TestSpec, runs: int) -> float:
+    """The smallest p a test on two arms' event counts can give with `runs` runs per arm: a rule asking for
+    p < α with fewer runs can never succeed."""
+    from harness.stats import rate_difference  # (scipy: only for a test on rates, not to list sweeps)
+    from harness.stats.inference import min_fisher_p
+    from harness.stats.rates import Count
+
+    if test.method == "fisher":
+        return min_fisher_p(runs, runs)
+    return rate_difference.p_above(Count(runs, runs), Count(0, runs), -test.sesoi)
