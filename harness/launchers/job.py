@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from harness.config.validate import validate
 from harness.infra.atomic_file import write_text_atomically
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
-from harness.launchers.results import JobResult, finished_metrics, run_name
+from harness.launchers.results import FINAL, JobResult, final_accuracy, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.sweep_parent import close_parent_if_all_ended
 from harness.infra.secrets import safe_run_name, scrub
@@ -90,6 +90,13 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
                   f"{type(err).__name__}: {err}")
     result.run_id = tracker.run_id
     result.experiment_id = getattr(tracker, "experiment_id", None)
+
+
+def _log_final_accuracy(tracker, run_dir: Path) -> None:
+    """The reports' final accuracy under its own name, so MLflow's columns rank runs as the reports do."""
+    final = final_accuracy(run_dir)
+    if final is not None:
+        tracker.log_metrics({FINAL: final[1]}, step=final[0])
 
 
 def _traceback_to_log_file(name: str, text: str, run_dir: Path) -> None:
@@ -184,6 +191,7 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
     try:
         if err is None:
             result.final_metrics, result.status = final, "FINISHED"
+            _log_final_accuracy(tracker, run_dir)
             _close(tracker, result, "FINISHED")
             print(f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir)} -> {run_dir}"
                   + (f" (mlflow run {result.run_id})" if result.run_id else ""), flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 
 @dataclass
@@ -22,6 +22,7 @@ class JobResult:
 
 
 EVAL = "eval/accuracy"
+FINAL = "eval/final_accuracy"  # the reports' final accuracy (mean of the last k evaluations), logged at a run's end
 OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 
@@ -39,21 +40,30 @@ def run_name(overrides) -> str:
 def finished_metrics(final_metrics: Optional[dict], run_dir: Path) -> str:
     """The evaluation a finished run ends with, saying which number is which: `eval/accuracy (last evaluation)
     0.625; mean of last 3 0.557 (the reports' final accuracy); greedy 0.92; best 0.656`."""
-    from harness.stats.collapse import EVAL_WINDOW as LAST_K  # the reports' window; numpy only at a run's end
-
-    shown = {k: v for k, v in (final_metrics or {}).items() if k.startswith("eval/")}
+    shown = {k: v for k, v in (final_metrics or {}).items() if k.startswith("eval/") and k != FINAL}
     parts = []
     if EVAL in shown:
         parts.append(f"{EVAL} (last evaluation) {shown.pop(EVAL):.4g}")
-        evals = _eval_accuracies(run_dir / "metrics.jsonl")
-        if len(evals) > 1:
-            window = evals[-LAST_K:]
-            parts.append(f"mean of last {len(window)} {sum(window) / len(window):.4g} (the reports' final accuracy)")
+        final = final_accuracy(run_dir)
+        if final is not None:
+            parts.append(f"mean of last {final[2]} {final[1]:.4g} (the reports' final accuracy)")
     parts += [f"{k[len('eval/'):].replace('_accuracy', '')} {v:.4g}" for k, v in shown.items()]
     return "; ".join(parts) or "no evaluation"
 
 
-def _eval_accuracies(metrics_file: Path) -> List[float]:
+def final_accuracy(run_dir: Path) -> Optional[Tuple[int, float, int]]:
+    """(the last evaluation's step, the mean of the last k evaluations, k): the reports' final accuracy, from
+    the run's own record; None with fewer than two evaluations."""
+    from harness.stats.collapse import EVAL_WINDOW as LAST_K  # the reports' window; numpy only at a run's end
+
+    evals = _eval_accuracies(run_dir / "metrics.jsonl")
+    if len(evals) < 2:
+        return None
+    window = [value for _, value in evals[-LAST_K:]]
+    return evals[-1][0], sum(window) / len(window), len(window)
+
+
+def _eval_accuracies(metrics_file: Path) -> List[Tuple[int, float]]:
     try:
         lines = metrics_file.read_text().splitlines()
     except OSError:  # no record of its own (a full disk): the last evaluation is still said
@@ -66,7 +76,7 @@ def _eval_accuracies(metrics_file: Path) -> List[float]:
             continue
         if isinstance(row, dict) and isinstance(row.get(EVAL), (int, float)):
             by_step[row.get("step")] = row[EVAL]
-    return [by_step[step] for step in sorted(by_step, key=lambda s: (s is None, s))]
+    return [(step, by_step[step]) for step in sorted(by_step, key=lambda s: (s is None, s)) if isinstance(step, int)]
 
 
 def summarize(results: List[JobResult]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import resource
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 # CPU seconds of the whole command, its child processes included: ~6 s (~9 s with the one-off warm start) on an
@@ -40,6 +41,8 @@ def test_debug_quick_learns_logs_and_says_where_it_is(run_harness):
     mean = sum(a for _, a in evals[-3:]) / 3  # the reports' final accuracy
     assert (f"eval/accuracy (last evaluation) {evals[-1][1]:.4g}; mean of last 3 {mean:.4g} (the reports' final "
             "accuracy)") in finished, finished
+    (logged,) = MlflowClient(store).get_metric_history(run.info.run_id, "eval/final_accuracy")
+    assert (logged.step, logged.value) == (12, pytest.approx(mean)), "MLflow ranks runs by the reports' measure"
 
     log = (run_dir / "job.log").read_text()
     for line in ("run debug=quick: dppo, sorting, bf16, seed 0", "warm start:", "step 0/12: eval/accuracy=",
