@@ -55,7 +55,8 @@ def test_time_limit_requeues_and_resumes_without_srun(slurm_cluster, run_harness
             assert state.strip(), f"job {job_id} ended without resuming: {sacct(job_id)}"
             time.sleep(1.0)
         assert int(resumed.group(1)) > 0 and restarts(job_id) >= 1
-        log = read(run_dir / "job.log")  # submitit's lines too: the handler ran in the harness process
+        logs = run_harness.root.glob(f"multirun/*/*/.submitit/{job_id}/{job_id}_0_log.*")
+        log = "".join(read(path) for path in sorted(logs))  # submitit's handler ran in the job's python
         assert "Caught signal SIGUSR2" in log and "this job is timed-out" in log and f"Requeued job {job_id}" in log
         _, runs = mlflow_runs(run_harness.root, "time_limit")
         assert len(runs) == 1, "the requeued attempt continues the same MLflow run"
