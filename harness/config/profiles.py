@@ -5,7 +5,9 @@ user's `./launchers/profiles/`, then the profiles shipped with harness (`launche
 repository). A site adds its own profile by dropping a file in one of those folders."""
 from __future__ import annotations
 
+import shlex
 import subprocess
+import sys
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -76,8 +78,29 @@ def submitit_parameters(profile: ClusterProfile, cluster: str) -> Dict[str, Any]
              "slurm_additional_parameters": dict(profile.additional_parameters)}
     if not profile.use_srun:
         slurm["slurm_use_srun"] = False
+        slurm["slurm_additional_parameters"] = {"signal": batch_shell_signal(), **slurm["slurm_additional_parameters"]}
     params.update({k: v for k, v in slurm.items() if v not in (None, [], {})})
     return params
+
+
+def batch_shell_signal() -> str:
+    """`#SBATCH --signal` for a job without srun: Slurm's default sends the time-limit signal to job steps only,
+    and without srun submitit's python (the one process that checkpoints and requeues) runs in the batch shell,
+    so it needs `B:` (the batch shell only; the job's own `srun` steps, e.g. Ray workers, are not signalled)."""
+    from submitit import JobEnvironment
+
+    return f"B:{JobEnvironment.USR_SIG}@{SIGNAL_DELAY_S}"
+
+
+SIGNAL_DELAY_S = 90  # submitit's default signal_delay_s: the signal comes this long before the time limit
+
+
+def executor_arguments(profile: ClusterProfile, cluster: str) -> Dict[str, Any]:
+    """submitit.AutoExecutor's keywords: without srun, the batch shell execs submitit's python, so that the
+    `B:` signal (sent to the batch shell's process only) reaches submitit's handler instead of killing bash."""
+    if cluster != "slurm" or profile.use_srun:
+        return {}
+    return {"slurm_python": f"exec {shlex.quote(sys.executable)}"}
 
 
 def check_partition(partition: Optional[str]) -> None:

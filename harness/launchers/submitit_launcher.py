@@ -15,7 +15,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
 from harness.launchers.base import HarnessLauncher, JobFailed, Layout, job_outcome, log
-from harness.config.profiles import profile_for, submitit_parameters
+from harness.config.profiles import executor_arguments, profile_for, submitit_parameters
 from harness.launchers.results import JobResult, run_name
 
 
@@ -65,7 +65,8 @@ class SubmititLauncher(HarnessLauncher):
         cluster = self.params.get("cluster", "slurm")
         profile = profile_for(self.config.launcher)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster)
+        executor = submitit.AutoExecutor(folder=sweep_dir / ".submitit" / "%j", cluster=cluster,
+                                         **executor_arguments(profile, cluster))
         executor.update_parameters(name=str(self.config.hydra.job.name), **submitit_parameters(profile, cluster))
         state = Singleton.get_state()
         groups, _, where, _ = self.layout(jobs)

@@ -7,7 +7,7 @@ import pytest
 
 from harness.config.compose import compose
 from harness.config.validate import ConfigError, validate
-from harness.trainers.verl.memory import (Model, Setup, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
+from harness.trainers.verl.memory import (Model, Setup, activations_gb, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
                                           training_gb)
 from harness.trainers.verl.overrides import RunPaths, verl_overrides
 
@@ -122,3 +122,83 @@ def test_cli_refusal_is_one_line(run_harness):
                                                if "trainer: verl" in p.read_text()))
 def test_every_verl_preset_fits_two_80gb_nodes(experiment):
     validate(compose([f"experiment={experiment}", "delta=0.2", *GPU_NODE_2X8]))
+
+
+# Activations: Qwen3-30B-A3B's shape (hidden 2048, 48 layers) and every preset's vocabulary of 151,936
+QWEN3_30B_SHAPED = Model("Qwen3-30B-A3B-Base", params_b=30.5, layers=48, kv_heads=4, head_dim=128, heads=32,
+                         expert_params_b=29.0, hidden=2048, vocab=151936)
+QWEN3_8B_SHAPED = Model("Qwen3-8B-Base", params_b=8.2, layers=36, kv_heads=8, head_dim=128, heads=32, hidden=4096,
+                        vocab=151936)
+
+
+def test_activations_count_layer_inputs_logits_and_the_entropy_softmax():
+    tokens = 16384
+    layer_inputs = 48 * tokens * 2048 * 2 / 1e9  # bf16, one per layer under gradient checkpointing: 3.2 GB
+    logits = tokens * 151936 * 2 / 1e9  # bf16 [16K x 152K]: the issue's ~5 GB
+    assert logits == pytest.approx(4.98, abs=0.01)
+    plain = setup(micro_tokens=tokens)
+    assert activations_gb(QWEN3_30B_SHAPED, plain) == pytest.approx(layer_inputs + logits)
+    assert activations_gb(QWEN3_30B_SHAPED, setup(micro_tokens=tokens, entropy=True)) == pytest.approx(
+        layer_inputs + 2 * logits)
+    # Megatron tensor parallel splits both (sequence parallel, vocabulary-parallel logits)
+    assert activations_gb(QWEN3_30B_SHAPED, setup(micro_tokens=tokens, train_tp=2)) == pytest.approx(
+        (layer_inputs + logits) / 2)
+    assert training_gb(QWEN3_30B_SHAPED, plain) == pytest.approx(resident_gb(QWEN3_30B_SHAPED, setup(offload=False))
+                                                                 + layer_inputs + logits)
+
+
+def test_the_issue_case_one_node_moe_has_no_room_for_activations():
+    # 8 GPUs, expert parallel 8: 6 x (1.5 + 29.0 / 8) + 12 x 30.5 / 8 = 76.5 GB of model states per 80 GB GPU
+    states = 6 * (1.5 + 29.0 / 8) + 12 * 30.5 / 8
+    assert states == pytest.approx(76.5)
+    one_node = setup(gpus=8, rollout_tp=2, micro_tokens=16384, entropy=True)
+    activations = (48 * 16384 * 2048 * 2 + 2 * 16384 * 151936 * 2) / 1e9
+    assert refusal(QWEN3_30B, setup(gpus=8, rollout_tp=2), "x") is None  # model states alone: passed before
+    line = refusal(QWEN3_30B_SHAPED, one_node, "launcher profile 'gpu_node8'")
+    assert line.startswith(f"model=Qwen3-30B-A3B-Base does not fit training on 8 GPUs: 76.5 GB of model states + "
+                           f"{activations:.1f} GB of activations of a 16384-token micro-batch (layer inputs 3.2 GB, "
+                           f"logits 5.0 GB, entropy 5.0 GB) per GPU of 80 GB (launcher profile 'gpu_node8'); ")
+    assert line.endswith("a larger trainer.verl.train_tensor_parallel / expert_parallel or more GPUs")
+    assert refusal(QWEN3_30B_SHAPED, setup(rollout_tp=2, micro_tokens=16384, entropy=True), "x") is None  # 2 nodes
+
+
+def test_entropy_checkpointing_is_named_when_the_entropy_tips_it_over():
+    # FSDP with offload (no states on the GPU): 98,304 tokens of Qwen3-8B take 36 x T x 4096 x 2 = 29.0 GB of layer
+    # inputs and T x 151,936 x 2 = 29.9 GB per [T x vocabulary] tensor: 88.8 GB with the entropy's, 58.9 without
+    tokens = 98304
+    layer_inputs, logits = 36 * tokens * 4096 * 2 / 1e9, tokens * 151936 * 2 / 1e9
+    assert layer_inputs + 2 * logits > 80 >= layer_inputs + logits
+    fsdp = dict(megatron=False, expert_parallel=1, gpus=8, sequence=16384, micro_tokens=tokens)
+    line = refusal(QWEN3_8B_SHAPED, setup(**fsdp, entropy=True), "x")
+    assert line.endswith("trainer.verl.entropy_checkpointing=true fits (the entropy recomputed in the backward)")
+    assert refusal(QWEN3_8B_SHAPED, setup(**fsdp, entropy=False), "x") is None
+    # too many tokens even without the entropy: the largest micro-batch that fits is named
+    line = refusal(QWEN3_8B_SHAPED, setup(**{**fsdp, "micro_tokens": 2 * tokens}), "x")
+    fits = int(2 * tokens * 80 / (2 * (layer_inputs + logits)))
+    assert line.endswith(f"at most {fits} tokens per micro-batch fit (trainer.verl.max_tokens_per_gpu), or more GPUs")
+
+
+DENSE_8B = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8",
+            "trainer.verl.offload=true", "trainer.verl.max_tokens_per_gpu=98304"]
+
+
+def test_preflight_counts_the_entropy_and_offers_entropy_checkpointing():
+    with pytest.raises(ConfigError, match=r"^model=Qwen3-8B-Base does not fit training on 8 GPUs: 0.0 GB of model "
+                                          r"states \+ 88.7 GB of activations .* trainer.verl.entropy_checkpointing=true"):
+        validate(compose(DENSE_8B))
+    cfg = validate(compose([*DENSE_8B, "trainer.verl.entropy_checkpointing=true"]))
+    items = dict(item.split("=", 1) for item in verl_overrides(cfg, RunPaths(Path("/run"))))
+    assert items["actor_rollout_ref.actor.entropy_checkpointing"] == "true"
+    # anchor=recompute: the old-log-prob forward computes the entropy without a backward, the update does not
+    validate(compose([*DENSE_8B, "anchor=recompute"]))
+
+
+def test_one_node_moe_preset_is_refused_and_megatron_has_no_entropy_checkpointing():
+    with pytest.raises(ConfigError, match=r"^model=Qwen3-30B-A3B-Base does not fit training on 8 GPUs: 76.5 GB of "
+                                          r"model states \+ 13.2 GB of activations"):
+        validate(compose(["experiment=dppo_moe_qwen3_30b", "delta=0.2", "launcher=slurm",
+                          "launcher.profile=gpu_node8"]))
+    with pytest.raises(ConfigError, match=r"^trainer.verl.entropy_checkpointing=True .*false with "
+                                          r"trainer.verl.strategy=megatron"):
+        validate(compose(["experiment=dppo_moe_qwen3_30b", "delta=0.2", *GPU_NODE_2X8,
+                          "trainer.verl.entropy_checkpointing=true"]))

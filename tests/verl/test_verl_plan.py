@@ -39,7 +39,7 @@ def check_golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("name,overrides", [
     ("dry_run_default.txt", ["trainer=verl"]),
     ("dry_run_drpo_fp8_e2e_slurm.txt", ["experiment=drpo_qwen3_30b_a3b_fp8_e2e", "launcher=slurm",
-                                        "launcher.profile=gpu_node8"]),
+                                        "launcher.profile=gpu_node8", "launcher.nodes=2"]),
     ("dry_run_bandpo_recompute.txt", ["experiment=bandpo_qwen2_5_3b", "trainer.verl.local_gpus=4"]),
 ])
 def test_dry_run_command_and_batch_script_are_golden(name, overrides):

@@ -16,14 +16,21 @@ verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets p
    router, norms: Qwen3-30B-A3B's ~1.5B) by tensor parallel only.
    With `trainer.verl.offload` these live on the CPU between uses.
 3. training: the same states (FSDP: + fp32 gradients, 16 bytes / GPUs) with vLLM asleep, against the GPU.
-   With FSDP offload, parameters and optimizer states stream from the CPU (not counted).
+   With FSDP offload, parameters and optimizer states stream from the CPU (not counted). Plus the activations
+   of one micro-batch of T tokens (`max_tokens_per_gpu`, else micro_batch_per_gpu x prompt + response), in
+   bf16, the least the update's backward needs (Megatron: over tensor parallel, sequence parallel):
+   - the layer inputs gradient checkpointing keeps: layers x T x hidden x 2 bytes;
+   - the logits the log-probs' backward keeps: T x vocabulary x 2 bytes (~5 GB for 16K tokens x 152K);
+   - with the update computing the entropy (anchor=rollout: bypass mode) and no `entropy_checkpointing`,
+     the softmax the entropy's backward keeps: another T x vocabulary x 2 bytes.
 4. host memory, with offload: what each GPU's process moves to the CPU (verl utils/fsdp_utils.py and
    megatron_utils.py: FSDP the fp32 parameter shard and Adam moments, 12 bytes / GPUs; Megatron the bf16
    parameter shard (gradients are dropped) and the optimizer's 12 bytes / GPUs), times the GPUs of a node,
    against the 70% of the node's `mem_gb` that Ray's object store (30%, script.py) leaves.
 
-Activations and CUDA graphs are not counted: a refusal means the run cannot fit; passing is necessary,
-not sufficient. The refusal names the setting that would fit (a rollout tensor-parallel size, offload).
+A layer's recomputed intermediates, attention workspaces, the optimizer step's temporaries and CUDA graphs
+are not counted: a refusal means the run cannot fit; passing is necessary, not sufficient. The refusal names
+the setting that would fit (a rollout tensor-parallel size, offload, entropy checkpointing, fewer tokens).
 """
 from __future__ import annotations
 
@@ -43,6 +50,8 @@ class Model:
     head_dim: int
     heads: int
     expert_params_b: float = 0.0  # of params_b, inside the MoE experts (0: dense)
+    hidden: int = 0  # hidden size (0: activations not counted)
+    vocab: int = 0  # vocabulary (logits) size
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class Setup:
     train_tp: int = 1  # megatron: tensor parallel (1 for FSDP)
     expert_parallel: int = 1  # megatron: expert parallel (1 for FSDP)
     host_gb: Optional[float] = None  # host memory of a node's task (mem_gb); None: unknown, not checked
+    micro_tokens: int = 0  # tokens of one micro-batch on one GPU (0: activations not counted)
+    entropy: bool = False  # the update's backward keeps the entropy's softmax (no entropy_checkpointing)
 
 
 def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
@@ -91,10 +102,26 @@ def resident_gb(m: Model, s: Setup) -> float:
     return 12 * m.params_b * 1e9 / s.gpus / GB
 
 
-def training_gb(m: Model, s: Setup) -> float:
+def states_gb(m: Model, s: Setup) -> float:
+    """Model states on one GPU during the update."""
     if s.megatron:
         return megatron_states_gb(m, s)
     return 0.0 if s.offload else 16 * m.params_b * 1e9 / s.gpus / GB
+
+
+def logits_gb(m: Model, s: Setup) -> float:
+    """One bf16 [micro-batch tokens x vocabulary] tensor on one GPU (vocabulary-parallel under Megatron TP)."""
+    return s.micro_tokens * m.vocab * 2 / s.train_tp / GB
+
+
+def activations_gb(m: Model, s: Setup) -> float:
+    """Checkpointed layer inputs, the logits and, kept for the entropy's backward, their softmax."""
+    layer_inputs = m.layers * s.micro_tokens * m.hidden * 2 / s.train_tp / GB
+    return layer_inputs + logits_gb(m, s) * (2 if s.entropy else 1)
+
+
+def training_gb(m: Model, s: Setup) -> float:
+    return states_gb(m, s) + activations_gb(m, s)
 
 
 def offloaded_gb(m: Model, s: Setup) -> float:
@@ -109,6 +136,26 @@ def tp_candidates(m: Model, s: Setup) -> List[int]:
     """Rollout tensor-parallel sizes validation accepts: divide the GPUs per node and the heads."""
     return [tp for tp in range(1, s.gpus_per_node + 1) if s.gpus_per_node % tp == 0 and m.heads % tp == 0
             and (m.kv_heads % tp == 0 if tp <= m.kv_heads else tp % m.kv_heads == 0)]
+
+
+def _activation_parts(m: Model, s: Setup) -> str:
+    logits = f"logits {logits_gb(m, s):.1f} GB" + (f", entropy {logits_gb(m, s):.1f} GB" if s.entropy else "")
+    return f"layer inputs {activations_gb(m, s) - logits_gb(m, s) * (2 if s.entropy else 1):.1f} GB, {logits}"
+
+
+def _training_hint(m: Model, s: Setup) -> str:
+    if s.entropy and not s.megatron and states_gb(m, s) + activations_gb(m, s) - logits_gb(m, s) <= s.gpu_gb:
+        return "trainer.verl.entropy_checkpointing=true fits (the entropy recomputed in the backward)"
+    if not s.megatron and not s.offload and activations_gb(m, s) <= s.gpu_gb:
+        return "trainer.verl.offload=true fits"
+    fits = 0
+    if states_gb(m, s) < s.gpu_gb:
+        fits = int(s.micro_tokens * (s.gpu_gb - states_gb(m, s)) / activations_gb(m, s))
+    if states_gb(m, s) < s.gpu_gb and fits >= s.sequence:
+        more = "a larger trainer.verl.train_tensor_parallel / expert_parallel or more GPUs" if s.megatron else "more GPUs"
+        return f"at most {fits} tokens per micro-batch fit (trainer.verl.max_tokens_per_gpu), or {more}"
+    return ("a larger trainer.verl.train_tensor_parallel / expert_parallel or more GPUs" if s.megatron else
+            "trainer.verl.offload=true fits" if not s.offload else "more GPUs")
 
 
 def refusal(m: Model, s: Setup, where: str) -> Optional[str]:
@@ -130,10 +177,9 @@ def refusal(m: Model, s: Setup, where: str) -> Optional[str]:
                 f"fits (or a lower trainer.verl.gpu_memory_utilization, more GPUs)")
     train = training_gb(m, s)
     if train > s.gpu_gb:
-        hint = ("a larger trainer.verl.train_tensor_parallel / expert_parallel or more GPUs" if s.megatron else
-                "trainer.verl.offload=true fits" if not s.offload else "more GPUs")
-        return (f"model={m.name} does not fit training on {s.gpus} GPUs: {train:.1f} GB of model states per GPU of "
-                f"{s.gpu_gb:g} GB ({where}); {hint}")
+        return (f"model={m.name} does not fit training on {s.gpus} GPUs: {states_gb(m, s):.1f} GB of model states + "
+                f"{activations_gb(m, s):.1f} GB of activations of a {s.micro_tokens}-token micro-batch "
+                f"({_activation_parts(m, s)}) per GPU of {s.gpu_gb:g} GB ({where}); {_training_hint(m, s)}")
     host = offloaded_gb(m, s) * s.gpus_per_node
     usable = (1 - OBJECT_STORE_SHARE) * (s.host_gb or 0.0)
     if s.host_gb is not None and host > usable:

@@ -47,6 +47,8 @@ class VerlOptions:
     lora_alpha: int = 32
     router_replay: str = "disabled"  # MoE router replay: disabled | R2 | R3 (megatron, MoE models)
     entropy_coeff: float = 0.0
+    entropy_checkpointing: bool = False  # fsdp: recompute the update's entropy in the backward instead of keeping
+    # its [tokens x vocabulary] softmax (anchor=rollout computes the entropy in the update; the memory preflight)
     offload: bool = False  # actor parameters and optimizer states on the CPU between uses (verl's *_offload)
     keep_checkpoints: Optional[int] = 2  # newest verl checkpoints kept (max_actor_ckpt_to_keep); null: all
     ray_port: Optional[int] = None  # first of the job's block of Ray ports (null: derived from the Slurm job id)

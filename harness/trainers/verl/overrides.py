@@ -168,6 +168,7 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         # anchor=rollout (bypass mode) skips the old-log-prob forward that computes actor/entropy: the update's
         # forward computes it instead (actor/entropy_loss, metrics.py -> train/entropy)
         (f"{ar}.actor.calculate_entropy", algo["anchor"] == "rollout"),
+        *([(f"{ar}.actor.entropy_checkpointing", o.entropy_checkpointing)] if not megatron else []),
         (f"{ar}.actor.data_loader_seed", cfg.seed),
     ]
     out += _engine(o, p, megatron, t.grad_clip)

@@ -37,6 +37,7 @@ class ModelExtras:
     params_b: float = 0.0  # total parameters, billions (the memory preflight; 0: unknown, not checked)
     expert_params_b: float = 0.0  # of those, inside the experts (sharded by expert parallel; the rest is not)
     head_dim: int = 128  # attention head width (KV-cache size)
+    vocab: int = 151936  # output vocabulary (the logits in the memory preflight): every preset's Qwen tokenizer
 
 
 AIME_2024 = Source("hf:HuggingFaceH4/aime_2024@train")

@@ -84,6 +84,9 @@ def _check_options(o: VerlOptions) -> None:
     if o.strategy != "megatron":
         for key in ("train_tensor_parallel", "expert_parallel"):
             _need(getattr(o, key) == 1, f"{v}.{key}", getattr(o, key), "only with trainer.verl.strategy=megatron")
+    else:  # verl 0.9.1's megatron engine has no entropy checkpointing (only its fsdp engine reads the key)
+        _need(not o.entropy_checkpointing, f"{v}.entropy_checkpointing", o.entropy_checkpointing,
+              "false with trainer.verl.strategy=megatron (only verl's fsdp engine checkpoints the entropy)")
     for item in o.extra:
         _need(bool(OVERRIDE.fullmatch(item)), f"{v}.extra", item, "each item is a main_ppo override key=value")
     for key in o.env:
@@ -181,13 +184,16 @@ def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site)
     rollout_bytes = 1 if precision.rollout_quantization == "fp8" else 2
     megatron = options.strategy == "megatron"
     model = Model(m.name, extras.params_b, m.num_layers, m.num_kv_heads, extras.head_dim, m.num_heads,
-                  extras.expert_params_b)
+                  extras.expert_params_b, hidden=m.hidden_size, vocab=extras.vocab)
+    sequence = layout.max_model_len(cfg, options)
+    anchor_rollout = OmegaConf.select(cfg, "algo.anchor") == "rollout"  # the update's forward computes the entropy
     setup = Setup(gpu_gb=float(where.gpu_memory_gb), gpus_per_node=shape.gpus_per_node, gpus=shape.gpus,
                   utilization=options.gpu_memory_utilization, rollout_tp=options.rollout_tensor_parallel,
-                  rollout_bytes=rollout_bytes, sequence=layout.max_model_len(cfg, options), megatron=megatron,
+                  rollout_bytes=rollout_bytes, sequence=sequence, megatron=megatron,
                   offload=options.offload, train_tp=options.train_tensor_parallel if megatron else 1,
                   expert_parallel=options.expert_parallel if megatron and extras.num_experts else 1,
-                  host_gb=shape.mem_gb)
+                  host_gb=shape.mem_gb, micro_tokens=options.max_tokens_per_gpu or options.micro_batch_per_gpu * sequence,
+                  entropy=anchor_rollout and (megatron or not options.entropy_checkpointing))
     problem = refusal(model, setup, where.name)
     if problem:
         raise ValueError(problem)
