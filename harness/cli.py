@@ -39,7 +39,8 @@ commands:
 
 examples:
   python -m harness debug=quick                                  # one tiny run, end to end
-  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2   # 6 runs, then their reports
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 'seed=range(0,8)'   # 48 runs, their reports
+  python -m harness sweep claim1_sanity                          # a claim's design: 40 runs and its verdict
   python -m harness report multirun/<date>/<time> --kind sensitivity
 
 overrides are Hydra's: group=option (algo=drpo precision=bf16), key=value (trainer.steps=80, seed=3).

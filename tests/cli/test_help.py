@@ -27,7 +27,8 @@ def test_help_is_a_short_page_of_the_commands(run_harness, args):
     listed = {line.split()[0] for line in lines if line.startswith("  ") and line.split()}
     assert set(COMMANDS) <= listed, f"commands without a line: {set(COMMANDS) - listed}"
     examples = [line for line in lines if line.startswith("  python -m harness ")]
-    assert len(examples) == 3, examples
+    assert len(examples) == 4, examples
+    assert any(e.split("#")[0].split()[3:] == ["sweep", "claim1_sanity"] for e in examples), "no example decides"
     assert "docs/algorithms.md" in proc.stdout and "README.md" in proc.stdout
     for boilerplate in ("Powered by Hydra", "== Config ==", "defaults:", "Error parsing override"):
         assert boilerplate not in proc.stdout + proc.stderr
