@@ -45,7 +45,7 @@ def mlflow_tracker(cfg: DictConfig, run_dir: Path, run_name: str, sweep_dir: Opt
                    resume_run_id: Optional[str]) -> MlflowTracker:
     uri = tracking_uri(cfg)
     tags = {**run_tags(cfg, sweep_dir), **description_tags(safe_run_name(run_name)), **parent_tags(sweep_dir, uri)}
-    spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg, folder_label(run_dir, sweep_dir)),
+    spec = RunSpec(tracking_uri=uri, experiment_name=experiment_name(cfg), run_name=display_name(cfg, folder_label(run_dir, sweep_dir), run_name),
                    params=flatten(cfg), tags=tags, artifact_location=artifact_root(cfg))
     tracker = MlflowTracker(run_dir, spec, experiment_id=lambda: ensure_experiment(cfg)[1],
                             resume_run_id=resume_run_id)
