@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from harness.config.validate import validate
 from harness.infra.atomic_file import write_text_atomically
+from harness.infra.claim import FolderInUse, claim, holds, release
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
 from harness.launchers.results import JobResult, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
@@ -169,6 +170,7 @@ class StartedRun:
     sweep_dir: Optional[str]
     tracker: object
     result: JobResult
+    claimed: bool = False  # its folder's claim was taken by `start_run` (released by `finish_run`)
 
 
 def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun | JobResult":
@@ -195,7 +197,14 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
         (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
         return JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # the training process holds its run folder for as long as the run is open: `repair` and `clean` see a
+    # live run by its claim, whatever the process's command line (an ensemble's pool worker is `python -c`)
+    claimed = not holds(run_dir)
+    try:
+        claim(run_dir, "run folder")
+    except FolderInUse as err:
+        log.error("run %s FAILED: %s", name, err)
+        return JobResult(name=name, status="FAILED", run_dir=str(run_dir), error=str(err), tracking_uri=store)
     write_text_atomically(run_dir / "job.json", json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                             "started": time.time(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
@@ -214,7 +223,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         run_log.info(line)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
-                      result=result)
+                      result=result, claimed=claimed)
 
 
 def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
@@ -242,6 +251,8 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
             log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     finally:
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
+        if run.claimed:
+            release(run_dir)
         if result.status != "RUNNING" and run.cfg.launcher.get("detach") and run.sweep_dir:
             _close_detached_parent(run.sweep_dir, mlflow_store(run.spec))
     return result
