@@ -74,6 +74,11 @@ def held_by(folder: Path) -> Optional[str]:
         os.close(fd)
 
 
+def holds(folder: Path) -> bool:
+    """Whether this process holds `folder`'s claim."""
+    return str(Path(folder).expanduser().resolve()) in _HELD
+
+
 def release(folder: Path) -> None:
     fd = _HELD.pop(str(Path(folder).expanduser().resolve()), None)
     if fd is not None:

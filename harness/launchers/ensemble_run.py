@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import signal
 from typing import Dict, List, Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, run_job
 
-from harness.launchers.job import Killed, StartedRun, _raise_killed, finish_run, start_run
+from harness.launchers.job import (Killed, StartedRun, finish_run, handle_stop_signals, ignore_stop_signals,
+                                   restore_signals, start_run)
 from harness.trainers.checkpoint import checkpoint_step
 from harness.tracking.quiet import verbose
 
@@ -39,29 +39,34 @@ def run_ensemble(launcher, group: Sequence[tuple], threads: int, progress: bool 
     """group: (overrides, idx) of each job; returns their JobReturns in the same order. Members that resume
     from different steps (a requeued ensemble whose members were preempted at different checkpoints) train
     as one ensemble per starting step."""
-    returns = [_start(launcher, overrides, idx) for overrides, idx in group]
-    started = [ret for ret in returns
-               if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, StartedRun)]
-    by_step: Dict[int, List[JobReturn]] = {}
-    for ret in started:
-        by_step.setdefault(_start_step(ret._return_value), []).append(ret)
-    pending = list(started)
-    for step in sorted(by_step):
-        batch = by_step[step]
-        try:
-            _train(batch, threads, progress)
-        except (KeyboardInterrupt, Killed) as err:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as in `_train`: nothing may cut the closing short
-            for ret in pending:
-                if ret not in batch:  # started, never trained: ends with the others
-                    ret._return_value = finish_run(ret._return_value, None, err)
-            raise
-        pending = [ret for ret in pending if ret not in batch]
+    returns: List[JobReturn] = []
+    previous = handle_stop_signals()
+    try:
+        for overrides, idx in group:
+            returns.append(_start(launcher, overrides, idx))
+        started = [ret for ret in returns
+                   if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, StartedRun)]
+        by_step: Dict[int, List[JobReturn]] = {}
+        for ret in started:
+            by_step.setdefault(_start_step(ret._return_value), []).append(ret)
+        for step in sorted(by_step):
+            _train(by_step[step], threads, progress)
+    except (KeyboardInterrupt, Killed) as err:
+        # closing every member takes a moment; a second SIGTERM (the driver's, then the kernel's when the
+        # driver dies) or Ctrl-C must not cut it short and leave runs without their end
+        ignore_stop_signals()
+        for ret in returns:
+            if isinstance(ret._return_value, StartedRun):  # started, not ended yet: ends with the others
+                ret._return_value = finish_run(ret._return_value, None, err)
+        raise
+    finally:
+        restore_signals(previous)
     return returns
 
 
 def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
-    """Train the started runs of `batch` together; each JobReturn's value becomes its run's JobResult."""
+    """Train the started runs of `batch` together; each JobReturn's value becomes its run's JobResult (on
+    Ctrl-C / SIGTERM the caller ends them)."""
     # torch loads only in a process that trains (Hydra's plugin scan imports the launchers everywhere)
     from harness.trainers.ensemble import loop
     from harness.trainers.ensemble.trainer import EnsembleTrainer
@@ -70,22 +75,12 @@ def _train(batch: List[JobReturn], threads: int, progress: bool) -> None:
     if len(runs) > 1:  # the sweep's launch line said so; -v says it per ensemble
         (print if verbose() else log.debug)(f"ensemble: {len(runs)} runs train together in this process "
                                             f"({runs[0].name} … {runs[-1].name})")
-    previous = signal.signal(signal.SIGTERM, _raise_killed)
     try:
         trainer = EnsembleTrainer([(run.spec, run.run_dir, run.tracker) for run in runs], threads=threads)
         loop.train(trainer, progress=progress)
-    except (KeyboardInterrupt, Killed) as err:
-        # closing every member takes a moment; a second SIGTERM (the driver's, then the kernel's when the
-        # driver dies) must not cut it short and leave runs without their end
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        for ret, run in zip(batch, runs):
-            ret._return_value = finish_run(run, None, err)
-        raise
     except Exception as err:  # the ensemble itself broke (not one member): each member ends FAILED with it
         for ret, run in zip(batch, runs):
             ret._return_value = finish_run(run, None, err)
         return
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     for ret, run, member in zip(batch, runs, trainer.members):
         ret._return_value = finish_run(run, member.final if member.error is None else None, member.error)

@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from harness.config.validate import validate
 from harness.infra.atomic_file import write_text_atomically
+from harness.infra.claim import FolderInUse, claim, holds, release
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
 from harness.launchers.results import FINAL, JobResult, final_accuracy, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
@@ -45,11 +46,51 @@ class Killed(BaseException):
     """SIGTERM turned into an exception so the run can be closed as KILLED."""
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _ignored(_signum, _frame) -> None:
+    """A stop signal while the runs close. A handler rather than SIG_IGN: one already pending when it is set
+    would be reported with a traceback ("Signal 15 ignored due to race condition")."""
+
+
+def ignore_stop_signals() -> None:
+    """From now on this process is closing its runs: no Ctrl-C or SIGTERM may cut that short."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _ignored)
+
+
 def _raise_killed(signum, _frame):
-    # the first SIGTERM stops the job; later ones must not cut its closing short. They come: Slurm may send
-    # more, and the kernel signals a child of a dying driver again each time one of the driver's threads exits
-    signal.signal(signum, signal.SIG_IGN)
+    # the first SIGTERM stops the job; later ones (or a Ctrl-C) must not cut its closing short. They come:
+    # Slurm may send more, and the kernel signals a child of a dying driver again each time one of the
+    # driver's threads exits
+    ignore_stop_signals()
     raise Killed(f"received signal {signal.Signals(signum).name}")
+
+
+def _raise_interrupted(_signum, _frame):
+    # Ctrl-C, as Python's own handler, except that a second (a user pressing it again, impatient) cannot cut
+    # the closing of the runs short and leave them RUNNING
+    ignore_stop_signals()
+    raise KeyboardInterrupt
+
+
+def handle_stop_signals() -> dict:
+    """SIGTERM raises Killed and Ctrl-C KeyboardInterrupt, once: later ones are ignored while the runs close.
+    Returns the previous handlers, for `restore_signals`."""
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    signal.signal(signal.SIGTERM, _raise_killed)
+    if previous[signal.SIGINT] is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, `&`)
+        signal.signal(signal.SIGINT, _raise_interrupted)
+    return previous
+
+
+def restore_signals(previous: dict) -> None:
+    """The handlers `handle_stop_signals` replaced; a process that was stopped keeps ignoring them."""
+    if signal.getsignal(signal.SIGTERM) is _ignored:
+        return
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:
@@ -136,6 +177,7 @@ class StartedRun:
     sweep_dir: Optional[str]
     tracker: object
     result: JobResult
+    claimed: bool = False  # its folder's claim was taken by `start_run` (released by `finish_run`)
 
 
 def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun | JobResult":
@@ -162,7 +204,14 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         run_dir.mkdir(parents=True, exist_ok=True)  # the sweep's reports use the twin in this job's place
         (run_dir / "skipped.json").write_text(json.dumps({"twin_run_id": twin, "name": name}))
         return JobResult(name=name, status="SKIPPED", run_dir=str(run_dir), run_id=twin)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # the training process holds its run folder for as long as the run is open: `repair` and `clean` see a
+    # live run by its claim, whatever the process's command line (an ensemble's pool worker is `python -c`)
+    claimed = not holds(run_dir)
+    try:
+        claim(run_dir, "run folder")
+    except FolderInUse as err:
+        log.error("run %s FAILED: %s", name, err)
+        return JobResult(name=name, status="FAILED", run_dir=str(run_dir), error=str(err), tracking_uri=store)
     write_text_atomically(run_dir / "job.json", json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                             "started": time.time(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
@@ -181,7 +230,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         run_log.info(line)
     result = JobResult(name=name, status="RUNNING", run_dir=str(run_dir), tracking_uri=store)
     return StartedRun(cfg=cfg, spec=spec, name=name, run_dir=run_dir, sweep_dir=sweep_dir, tracker=tracker,
-                      result=result)
+                      result=result, claimed=claimed)
 
 
 def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseException]) -> JobResult:
@@ -210,6 +259,8 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
             log.error("run %s FAILED: %s (traceback: %s)", name, result.error, run_dir / "error.txt")
     finally:
         run_log.info("run %s: %s%s", name, result.status, f": {result.error}" if result.error else "")
+        if run.claimed:
+            release(run_dir)
         if result.status != "RUNNING" and run.cfg.launcher.get("detach") and run.sweep_dir:
             _close_detached_parent(run.sweep_dir, mlflow_store(run.spec))
     return result
@@ -217,7 +268,7 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
 
 def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
     """Hydra's task function: one run, start to end (`spec`: its validated config, given by the launcher)."""
-    previous = signal.signal(signal.SIGTERM, _raise_killed)
+    previous = handle_stop_signals()
     try:
         started = start_run(cfg, spec)
         if isinstance(started, JobResult):
@@ -231,7 +282,7 @@ def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
             return finish_run(started, None, err)
         return finish_run(started, final, None)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore_signals(previous)
 
 
 def _status(run_dir: Path) -> str:

@@ -1,84 +1,59 @@
 """A pool of spawned worker processes on this machine that run a sweep's jobs in groups: a group of one
 job as Hydra's launchers run a job, a larger group as one ensemble (harness/launchers/ensemble_run.py).
-Workers die with their driver, and leave without finalizing the interpreter once their work is done."""
+
+Each worker has its own connection (harness/launchers/pool_worker.py), so a worker that dies (SIGKILL, the
+OOM killer) takes nothing else with it: its runs end FAILED, closed here with the reason, and a fresh
+worker takes the groups still to run. Ctrl-C or SIGTERM, to the driver or to a worker, stops the sweep: every
+worker closes its runs KILLED (a worker that cannot is killed and its runs closed here), and the stop goes on
+up to the command line, which says it in one line."""
 from __future__ import annotations
 
 import logging
-import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import sys
-import threading
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Callable, List, Sequence
+from collections import deque
+from pathlib import Path
+from multiprocessing.connection import wait
+from typing import Callable, Dict, List, Optional, Sequence
 
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn
-from tqdm import tqdm
+from hydra.core.utils import JobReturn, JobStatus
 
-from harness.infra.parent_death import die_with_parent
-from harness.launchers.job import Killed
-from harness.launchers.job_returns import crashed_return
+from harness.launchers.job import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
+from harness.launchers.pool_worker import BROKE, DONE, STOPPED, QuickExitSpawnContext, serve
+from harness.launchers.results import JobResult, run_name
 from harness.launchers.sweep_progress import watching
+from harness.tracking.orphaned import end_orphaned_run
+from harness.tracking.store import experiment_name, mlflow_store
 
 log = logging.getLogger("harness")
+STOP_WAIT_S = 120.0  # how long stopped workers get to close their runs (a store's flush) before they are killed
 
 
-def _run_pickled(payload: bytes) -> List[JobReturn]:
-    """Worker entry: the launcher travels cloudpickled (Hydra's resolvers are local closures). Runs a group
-    of jobs: one alone, several as an ensemble."""
-    import cloudpickle
+class _Worker:
+    def __init__(self, context, initializer, initargs) -> None:
+        self.connection, theirs = context.Pipe()
+        self.process = context.Process(target=serve, args=(theirs, initializer, initargs), name="harness-worker")
+        self.process.start()
+        theirs.close()
+        self.group: Optional[List[int]] = None  # positions of the jobs it runs now
 
-    launcher, group, state, threads, progress = cloudpickle.loads(payload)
-    try:
-        rets = launcher.run_group(group, state, threads, progress=progress)
-    except (KeyboardInterrupt, Killed):
-        # its runs are closed KILLED and the sweep is being stopped: leave, even while a dying driver is still
-        # this process's parent for a moment (the kernel moves its children from thread to thread as they exit)
-        _leave()
-    finally:
-        if os.getppid() != _DRIVER_PID:  # the driver died: no one will send more work or end the queue
-            _leave()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an idle worker dies with its driver
-    for ret in rets:
-        ret.cfg = ret.hydra_cfg = None  # configs hold Hydra schema classes that do not travel back
-    return rets
+    def give(self, group: List[int], payload: bytes) -> bool:
+        """Send it `group`; False when it has died meanwhile (the group is still to run)."""
+        try:
+            self.connection.send(payload)
+        except OSError:
+            return False
+        self.group = group
+        return True
 
 
-_DRIVER_PID = os.getppid()  # in a worker: set again when it starts (`_QuickExitProcess.run`)
-
-
-def _leave() -> None:
-    """End this worker now, its output flushed, without finalizing the interpreter."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os._exit(0)
-
-
-class _QuickExitProcess(multiprocessing.context.SpawnProcess):
-    """A worker dies with the driver (SIGTERM when the driver dies, even by SIGKILL). A worker whose loop
-    ended normally leaves without finalizing the interpreter: tearing down torch's,
-    MLflow's and SQLAlchemy's modules took ~2 s at the end of every sweep, which the driver waited for.
-    Its jobs have closed their runs and files by then; logging and stdio are flushed here.
-
-    tqdm's bars in a worker lock with a thread lock: tqdm's default adds a multiprocessing semaphore, which
-    a worker that leaves this way never releases (the resource tracker then warns of a leak at the sweep's
-    end), and which no other process shares anyway (spawned workers inherit no lock)."""
-
-    def run(self) -> None:
-        global _DRIVER_PID
-        _DRIVER_PID = os.getppid()
-        die_with_parent()  # a driver killed even by SIGKILL takes its workers along: their runs end KILLED
-        tqdm.set_lock(threading.RLock())
-        super().run()
-        _leave()
-
-
-class _QuickExitSpawnContext(multiprocessing.context.SpawnContext):
-    Process = _QuickExitProcess
-
+def _died(process) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
+        return f"its worker process (pid {process.pid}) was killed by {signal.Signals(-code).name}"
+    return f"its worker process (pid {process.pid}) ended with exit code {code} before its runs did"
 
 
 def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: int,
@@ -91,28 +66,116 @@ def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: in
 
     state = Singleton.get_state()
     results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
-    context = _QuickExitSpawnContext()  # spawn: no inherited torch/OpenMP state
+    context = QuickExitSpawnContext()  # spawn: no inherited torch/OpenMP state
     shown = None if workers == 1 and sys.stderr.isatty() else launcher.progress_units(jobs, groups)
+
+    def payload(group: List[int]) -> bytes:
+        members = [jobs[p] for p in group]
+        return cloudpickle.dumps((launcher.for_job(*(o for o, _ in members)), members, state,
+                                  threads_of(members), workers == 1))
+
     with watching(shown, workers, pool=True) as relay:
         initializer, initargs = relay.initializer() if relay is not None else (None, ())
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer,
-                                 initargs=initargs) as pool:
-            futures = {}
-            for group in groups:
-                members = [jobs[p] for p in group]
-                payload = cloudpickle.dumps((launcher.for_job(*(o for o, _ in members)), members, state,
-                                             threads_of(members), workers == 1))
-                futures[pool.submit(_run_pickled, payload)] = group
-            for future in as_completed(futures):
-                group = futures[future]
+        pool: List[_Worker] = []
+        previous = handle_stop_signals()
+        try:
+            waiting = deque(groups)
+            while waiting or any(w.group is not None for w in pool):
+                for worker in pool:
+                    if worker.group is None and waiting and worker.process.is_alive():
+                        if worker.give(waiting[0], payload(waiting[0])):
+                            waiting.popleft()
+                pool = [w for w in pool if w.process.is_alive() or w.group is not None]
+                while waiting and len(pool) < workers:  # at the start, and in place of a worker that died
+                    pool.append(_Worker(context, initializer, initargs))
+                    if pool[-1].give(waiting[0], payload(waiting[0])):
+                        waiting.popleft()
+                busy = [w for w in pool if w.group is not None]
+                ready = set(wait([w.connection for w in busy] + [w.process.sentinel for w in busy]))
+                for worker in busy:
+                    if worker.connection in ready or worker.process.sentinel in ready:
+                        _collect(launcher, jobs, worker, results)
+        except (KeyboardInterrupt, Killed) as err:
+            ignore_stop_signals()
+            _stop(launcher, jobs, pool, err)
+            raise
+        finally:
+            restore_signals(previous)
+            for worker in pool:  # the work is done: idle workers leave
                 try:
-                    rets = future.result()
-                except BaseException as err:  # a worker that died (e.g. killed) must not stop the others
-                    rets = []
-                    for position in group:
-                        overrides, idx = jobs[position]
-                        log.error("job #%d crashed: %s", idx, err)
-                        rets.append(crashed_return(overrides, idx, err))
-                for position, ret in zip(group, rets):
-                    results[position] = ret
+                    worker.connection.send(None)
+                except OSError:
+                    pass
     return results
+
+
+def _collect(launcher, jobs: List[tuple], worker: _Worker, results: List[JobReturn]) -> None:
+    """What a busy worker has to say: its group's returns, its stop (raised here: it stops the sweep), its
+    group broken, or its death (its runs ended FAILED here)."""
+    group = worker.group
+    try:
+        kind, value = worker.connection.recv() if worker.connection.poll() else (None, None)
+    except (EOFError, OSError):
+        kind, value = None, None
+    if kind is None and worker.process.is_alive():
+        return
+    if kind == DONE:
+        worker.group = None
+        for position, ret in zip(group, value):
+            results[position] = ret
+        return
+    if kind == STOPPED:  # its runs are closed KILLED; the sweep stops as it would on this signal here
+        worker.process.join(STOP_WAIT_S)
+        worker.group = None
+        raise value
+    worker.process.join(5)
+    reason = f"{type(value).__name__}: {value}" if kind == BROKE else _died(worker.process)
+    log.error("%s: %d job%s of this sweep end FAILED", reason, len(group), "s" if len(group) > 1 else "")
+    worker.group = None
+    for position in group:
+        results[position] = _ended_return(launcher, *jobs[position], "FAILED", reason)
+
+
+def _stop(launcher, jobs: List[tuple], pool: List[_Worker], err: BaseException) -> None:
+    """Stop every worker (SIGTERM: each closes its runs KILLED and leaves); one that has not left after
+    STOP_WAIT_S is killed, and the runs it left open are closed here."""
+    for worker in pool:
+        if worker.process.is_alive():
+            try:
+                os.kill(worker.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for worker in pool:
+        worker.process.join(STOP_WAIT_S)
+        if worker.process.is_alive():
+            worker.process.kill()
+            worker.process.join(10)
+        for position in worker.group or ():
+            _ended_return(launcher, *jobs[position], "KILLED", f"the sweep was stopped ({err or 'Ctrl-C'}), "
+                                                              f"and {_died(worker.process)}")
+
+
+def _ended_return(launcher, overrides: Sequence[str], idx: int, status: str, reason: str) -> JobReturn:
+    """Job `idx`'s return once its worker died: its run, if it started and was left open, ended `status` here
+    (one its worker had ended keeps its own status)."""
+    folder = launcher.folders.get(idx) or launcher.job_folder(overrides, idx)
+    spec = getattr(launcher.prepared.get(tuple(overrides)), "spec", None)
+    run_id = None
+    if folder is not None and (folder / "job.json").is_file():  # it started: its run was opened
+        uri = mlflow_store(spec) if spec is not None else None
+        run_id = end_orphaned_run(folder, status, reason, uri, experiment_name(spec) if spec is not None else None)
+        status, reason = _recorded_end(folder, status, reason)
+    result = JobResult(name=run_name(overrides) or f"#{idx}", status=status, run_dir=str(folder or "?"),
+                       run_id=run_id, error=reason)
+    return JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED, _return_value=result)
+
+
+def _recorded_end(folder: Path, status: str, reason: str) -> tuple:
+    """The status and reason a run folder records (its own end, when its worker wrote one before it died)."""
+    try:
+        recorded = (folder / "status.txt").read_text().strip()
+        first_line = ((folder / "error.txt").read_text().strip().splitlines() or [""])[-1] \
+            if (folder / "error.txt").is_file() else ""
+    except OSError:
+        return status, reason
+    return recorded or status, (first_line or reason) if recorded != "FINISHED" else None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cloudpickle
 
-from harness.launchers import worker_pool
+from harness.launchers import pool_worker
 from processes import ROOT, alive, wait_for
 
 
@@ -52,8 +52,8 @@ def test_a_worker_whose_job_was_stopped_leaves(tmp_path):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     pid_file = tmp_path / "worker.pid"
     payload = cloudpickle.dumps((_StoppedLauncher(str(pid_file)), [], None, 1, False))
-    with ProcessPoolExecutor(max_workers=1, mp_context=worker_pool._QuickExitSpawnContext()) as pool:
-        future = pool.submit(worker_pool._run_pickled, payload)
+    with ProcessPoolExecutor(max_workers=1, mp_context=pool_worker.QuickExitSpawnContext()) as pool:
+        future = pool.submit(pool_worker.run_pickled, payload)
         try:
             future.result(timeout=120)
         except BaseException:  # the pool breaks (the worker left) or, before the fix, Killed came back

@@ -9,7 +9,7 @@ import textwrap
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from harness.launchers.worker_pool import _QuickExitSpawnContext
+from harness.launchers.pool_worker import QuickExitSpawnContext
 
 
 def _job_with_exit_hook(marker: str) -> int:
@@ -20,7 +20,7 @@ def _job_with_exit_hook(marker: str) -> int:
 
 def test_worker_skips_interpreter_finalization(tmp_path):
     marker = tmp_path / "finalized"
-    with ProcessPoolExecutor(max_workers=1, mp_context=_QuickExitSpawnContext()) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=QuickExitSpawnContext()) as pool:
         assert pool.submit(_job_with_exit_hook, str(marker)).result() == 7
     assert not marker.exists()
 
@@ -30,10 +30,10 @@ def test_worker_output_is_flushed_before_it_leaves(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from concurrent.futures import ProcessPoolExecutor
-        from harness.launchers.worker_pool import _QuickExitSpawnContext
+        from harness.launchers.pool_worker import QuickExitSpawnContext
         from test_local_parallel_exit import _job_with_exit_hook
         if __name__ == "__main__":
-            with ProcessPoolExecutor(max_workers=1, mp_context=_QuickExitSpawnContext()) as pool:
+            with ProcessPoolExecutor(max_workers=1, mp_context=QuickExitSpawnContext()) as pool:
                 pool.submit(_job_with_exit_hook, {str(tmp_path / "finalized")!r}).result()
     """)
     (tmp_path / "drive.py").write_text(script)
@@ -56,10 +56,10 @@ def test_a_worker_that_showed_a_progress_bar_leaks_no_semaphore(tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from concurrent.futures import ProcessPoolExecutor
-        from harness.launchers.worker_pool import _QuickExitSpawnContext
+        from harness.launchers.pool_worker import QuickExitSpawnContext
         from test_local_parallel_exit import _job_with_a_progress_bar
         if __name__ == "__main__":
-            with ProcessPoolExecutor(max_workers=2, mp_context=_QuickExitSpawnContext()) as pool:
+            with ProcessPoolExecutor(max_workers=2, mp_context=QuickExitSpawnContext()) as pool:
                 assert [f.result() for f in [pool.submit(_job_with_a_progress_bar) for _ in range(2)]] == [3, 3]
     """)
     (tmp_path / "drive.py").write_text(script)

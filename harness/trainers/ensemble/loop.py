@@ -1,7 +1,8 @@
 """The ensemble's training loop: `BuiltinTrainer.train` for every member at once (step-0 evaluation and
 checkpoint, a step, evaluations every `eval_every`, logging to each member's own tracker, checkpoints every
-`checkpoint_every` into each member's own folder). A member that fails (a non-finite loss, a checkpoint
-that cannot be written) ends alone with its error; the others go on."""
+`checkpoint_every` into each member's own folder). A member that fails (its sampling, a non-finite loss, its
+tracker's logging, a checkpoint that cannot be written, its evaluation hook) ends alone with its error; the
+others go on."""
 from __future__ import annotations
 
 import logging
@@ -45,7 +46,7 @@ def _save(trainer: EnsembleTrainer, writers: List[CheckpointWriter], step: int) 
         try:
             writer.save(trainer.member_state(member), step)
         except OSError as err:  # e.g. a full disk: this member's checkpoint failed, not the others'
-            trainer.fail(member, err)
+            member.fail(err)
 
 
 def _after_evaluation(trainer: EnsembleTrainer, metrics: Dict[int, Dict[str, float]]) -> None:
@@ -56,7 +57,7 @@ def _after_evaluation(trainer: EnsembleTrainer, metrics: Dict[int, Dict[str, flo
             try:
                 member.on_eval(trainer.step, values)
             except Exception as err:  # a member's boundary (Pruned, a store failing): its end, not the others'
-                trainer.fail(member, err)
+                member.fail(err)
 
 
 def train(trainer: EnsembleTrainer, progress: bool = True) -> None:
@@ -74,7 +75,7 @@ def train(trainer: EnsembleTrainer, progress: bool = True) -> None:
             writer.wait()
         except OSError as err:
             if member.alive:
-                trainer.fail(member, err)
+                member.fail(err)
 
 
 def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: bool) -> None:
@@ -86,7 +87,8 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
     if trainer.step == 0:
         for k, evaluation in trainer.evaluate().items():
             member = trainer.members[k]
-            member.tracker.log_metrics(evaluation, step=0)
+            with member.alone():
+                member.tracker.log_metrics(evaluation, step=0)
             _record(trainer, member, f"step 0/{t.steps}: eval/accuracy={evaluation['eval/accuracy']:.4f}")
         _save(trainer, writers, 0)
     metrics: Dict[int, Dict[str, float]] = {}
@@ -108,8 +110,9 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
                 _record(trainer, member, f"step {trainer.step}/{t.steps}: train/reward={values['train/reward']:.4f} "
                         f"train/loss={values['train/loss']:.4g} eval/accuracy={values['eval/accuracy']:.4f} "
                         f"({values['perf/step_time_s']:.2f} s/step)")
-            member.tracker.log_metrics(values, step=trainer.step)
-            member.final = dict(values)
+            with member.alone():
+                member.tracker.log_metrics(values, step=trainer.step)
+                member.final = dict(values)
         if trainer.step % t.checkpoint_every == 0 or trainer.step == t.steps:
             _save(trainer, writers, trainer.step)
         _injected_kill(trainer.step, writers)

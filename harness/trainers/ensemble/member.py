@@ -7,16 +7,20 @@ resumes as a solo run and a solo run's checkpoint resumes as a member."""
 from __future__ import annotations
 
 import copy
+import logging
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from harness.algorithms import build_objective
+
+log = logging.getLogger("harness")
 
 
 @dataclass(eq=False)  # identity: a member is one run
@@ -44,6 +48,20 @@ class Member:
     @property
     def alive(self) -> bool:
         return self.error is None
+
+    def fail(self, err: BaseException) -> None:
+        """End this member with `err` (its run ends FAILED); its partners go on."""
+        self.error = err
+        log.error("run %s (member %d) failed: %s", self.run_dir, self.index, err)
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        """This member's own part of a step (its rewards, loss, metrics, logging): whatever it raises, a memory
+        error included, ends this member alone. Callers check `alive` after the block."""
+        try:
+            yield
+        except Exception as err:
+            self.fail(err)
 
     @property
     def t(self) -> DictConfig:

@@ -9,7 +9,7 @@ solo run would sample.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -123,10 +123,14 @@ class StackedRollout:
     @torch.no_grad()
     def generate(self, prompts: torch.Tensor, max_new_tokens: int, temperature: Sequence[float],
                  generators: Sequence[Optional[torch.Generator]], topk: int = 0, greedy: bool = False,
-                 prompt_index: Optional[torch.Tensor] = None) -> List[Rollout]:
+                 prompt_index: Optional[torch.Tensor] = None,
+                 on_failure: Optional[Callable[[int, Exception], None]] = None) -> List[Rollout]:
         """One Rollout per member: prompts [M, U, P] (rows prompts[:, prompt_index] when given, else all U),
         temperature per member, generators per member (ignored with greedy). A member given generator None
-        and greedy False is not sampled (its Rollout is all padding): used for members that have ended."""
+        and greedy False is not sampled (its Rollout is all padding): used for members that have ended.
+        on_failure(k, error): member k's sampling failed (its probabilities not finite, e.g. at a temperature
+        that rounds to 0 in float32); it draws nothing more and the others go on. Without it the error is
+        raised."""
         M, P = prompts.shape[0], prompts.shape[2]
         B = prompts.shape[1] if prompt_index is None else len(prompt_index)
         pad, eos = self.model.pad_token_id, self.model.eos_token_id
@@ -155,8 +159,15 @@ class StackedRollout:
             else:  # a member whose rows have all ended draws nothing more: its solo engine has stopped
                 chosen, probs = torch.full((M, B), pad, dtype=torch.long), log_probs.exp()
                 for k, sampling in enumerate(alive.any(dim=1).tolist()):
-                    if sampling:
+                    if not sampling:
+                        continue
+                    try:
                         chosen[k] = torch.multinomial(probs[k], 1, generator=generators[k]).squeeze(-1)
+                    except Exception as err:  # one member's sampling: its end, not the others'
+                        if on_failure is None:
+                            raise
+                        on_failure(k, err)
+                        alive[k] = False
             chosen = torch.where(alive, chosen, pad)
             tokens[:, :, step] = chosen
             logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)

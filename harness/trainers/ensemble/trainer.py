@@ -9,7 +9,8 @@ rollout engine (each member's own sampling generator), recompute π', take `mini
 (loss, grad clip and metrics per member; one backward and one AdamW step over the stacked parameters,
 which are elementwise per member). A member's numbers are therefore those of its solo run to float rounding,
 whatever it is grouped with (tests/trainers/test_ensemble_trainer.py). A member whose loss is not finite
-ends FAILED alone; the others go on."""
+A member whose own part fails (its sampling, rewards, loss, metrics, logging, set-up: any error, a memory error
+included) ends FAILED alone; the others go on, their numbers unchanged (`Member.alone`)."""
 from __future__ import annotations
 
 import logging
@@ -32,13 +33,13 @@ from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import cache_folder, warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
+from harness.trainers.ensemble import evaluation
 from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
 log = logging.getLogger("harness")
-EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking
 
 
 def stackable(cfg: DictConfig) -> bool:
@@ -75,13 +76,19 @@ class EnsembleTrainer:
         self.step_of: Dict[int, int] = {}  # member -> the step its checkpoint was taken at
         restored = [m for m in self.members if m.t.get("resume") or m.t.get("branch_from")]
         for member in restored:
-            self._restore(member)
+            with member.alone():
+                self._restore(member)
         # a base model another process is training (an ensemble beside this one, same seeds) is loaded after
         # the others, once it is cached, rather than trained twice
-        busy = [m for m in self.members if m not in restored and not self._warm_start(m, wait=False)]
+        busy = []
+        for member in (m for m in self.members if m not in restored):
+            with member.alone():
+                if not self._warm_start(member, wait=False):
+                    busy.append(member)
         for member in busy:
-            self._warm_start(member, wait=True)
-        steps = {int(self.step_of.get(m.index, 0)) for m in self.members}
+            with member.alone():
+                self._warm_start(member, wait=True)
+        steps = {int(self.step_of.get(m.index, 0)) for m in self.alive} or {0}
         if len(steps) != 1:
             raise ValueError(f"an ensemble's members must start at the same step, got steps {sorted(steps)}")
         self.step = steps.pop()
@@ -146,9 +153,12 @@ class EnsembleTrainer:
     def alive(self) -> List[Member]:
         return [m for m in self.members if m.alive]
 
-    def fail(self, member: Member, err: BaseException) -> None:
-        member.error = err
-        log.error("run %s (member %d) failed: %s", member.run_dir, member.index, err)
+    def sampling_failed(self, where: str):
+        """The engine's `on_failure`: a member whose sampling failed ends alone, the error saying where."""
+        def failed(k: int, err: Exception) -> None:
+            member = self.members[k]
+            member.fail(RuntimeError(f"sampling failed {where} (trainer.temperature={member.t.temperature}): {err}"))
+        return failed
 
     # -- the forward that predicts response tokens -------------------------------------------------------
     def _response_logits(self, prompts: torch.Tensor, prompt_index: torch.Tensor, tokens: List[torch.Tensor],
@@ -172,14 +182,19 @@ class EnsembleTrainer:
         topk = int(t.topk) if any(m.objective.needs_topk for m in self.alive) else 0
         rollouts = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
                                         [m.sample_gen if m.alive else None for m in self.members], topk=topk,
-                                        prompt_index=prompt_index)
+                                        prompt_index=prompt_index,
+                                        on_failure=self.sampling_failed(f"at step {self.step + 1}"))
         rollout_seconds = time.perf_counter() - started
-        rewards, advantages = [], []
-        for member, rollout, ps in zip(self.members, rollouts, problems):
-            texts = completions_text(self.tokenizer, rollout)
-            r = torch.tensor([self.task.reward(ps[i // group], text) for i, text in enumerate(texts)], dtype=torch.float32)
-            rewards.append(r)
-            advantages.append(compute_advantages(r.view(-1, group), member.t.advantage).reshape(-1))
+        rewards = [torch.zeros(len(prompt_index)) for _ in self.members]
+        advantages = [torch.zeros(len(prompt_index)) for _ in self.members]
+        for k, (member, rollout, ps) in enumerate(zip(self.members, rollouts, problems)):
+            if not member.alive:
+                continue
+            with member.alone():
+                texts = completions_text(self.tokenizer, rollout)
+                rewards[k] = torch.tensor([self.task.reward(ps[i // group], text) for i, text in enumerate(texts)],
+                                          dtype=torch.float32)
+                advantages[k] = compute_advantages(rewards[k].view(-1, group), member.t.advantage).reshape(-1)
         masks = [r.mask.float() for r in rollouts]
         tokens = [r.tokens for r in rollouts]
         evaluating = (self.step + 1) % t.eval_every == 0
@@ -203,44 +218,32 @@ class EnsembleTrainer:
             for k, member in enumerate(self.members):
                 if not member.alive:
                     continue
-                batch, rollout = rows[k], rollouts[k]
-                logp = token_logp(logits[k], tokens[k][batch])
-                if index == 0:
-                    with torch.no_grad():
-                        old_logp[k][batch] = logp.detach()
-                        old_entropy[k][batch] = token_entropy(logits[k].detach())
-                J, obj_metrics = member.objective.compute(
-                    logp, rollout.logp[batch], advantages[k][batch], response_mask=masks[k][batch],
-                    recomputed_logp=old_logp[k][batch],
-                    rollout_topk_logp=rollout.topk_logp[batch] if member.objective.needs_topk else None,
-                    rollout_topk_ids=rollout.topk_ids[batch] if member.objective.needs_topk else None,
-                    logits=logits[k], token_ids=tokens[k][batch])
-                loss = -aggregate(J, masks[k][batch], member.t.loss_agg, norm_len=self.max_new_tokens)
-                if stats[k] is not None:
-                    stats[k].add(logp, rollout.logp[batch], advantages[k][batch], masks[k][batch], old_logp[k][batch],
-                                 logits[k], token_ids=tokens[k][batch])
-                if not torch.isfinite(loss):
-                    self.fail(member, FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}"))
-                    continue
-                losses[k] = loss
-                for key, value in obj_metrics.items():
-                    sums[k][key] = sums[k].get(key, 0.0) + float(value) / mini_batches
+                with member.alone():
+                    losses[k], obj_metrics = self._member_loss(member, rows[k], rollouts[k], logits[k], tokens[k],
+                                                               masks[k], advantages[k], old_logp[k], old_entropy[k],
+                                                               stats[k], first=index == 0)
+                    for key, value in obj_metrics.items():
+                        sums[k][key] = sums[k].get(key, 0.0) + float(value) / mini_batches
+                if not member.alive:
+                    losses.pop(k, None)
             self.optimizer.zero_grad(set_to_none=True)
             if losses:
                 torch.stack(list(losses.values())).sum().backward()
             norms = clip_per_member(self.params, [float(m.t.grad_clip) for m in self.members])
             self.optimizer.step()
             for k, loss in losses.items():
-                if self.members[k].alive:
-                    sums[k]["train/loss"] = sums[k].get("train/loss", 0.0) + loss.item() / mini_batches
-                    sums[k]["train/grad_norm"] = sums[k].get("train/grad_norm", 0.0) + float(norms[k]) / mini_batches
+                sums[k]["train/loss"] = sums[k].get("train/loss", 0.0) + loss.item() / mini_batches
+                sums[k]["train/grad_norm"] = sums[k].get("train/grad_norm", 0.0) + float(norms[k]) / mini_batches
         elapsed = time.perf_counter() - started
         out: Dict[int, Dict[str, float]] = {}
         for k, member in enumerate(self.members):
+            if member.alive:
+                with member.alone():
+                    if stats[k] is not None:
+                        member.tracker.log_artifact(stats[k].save(member.run_dir / "token_stats", self.step + 1),
+                                                    "token_stats")
             if not member.alive:
                 continue
-            if stats[k] is not None:
-                member.tracker.log_artifact(stats[k].save(member.run_dir / "token_stats", self.step + 1), "token_stats")
             mask = masks[k]
             out[k] = {**sums[k],
                       "train/reward": rewards[k].mean().item(),
@@ -254,34 +257,32 @@ class EnsembleTrainer:
                       "perf/tokens_per_s": float(mask.sum()) * M / max(elapsed, 1e-9)}
         return out
 
+    def _member_loss(self, member: Member, batch, rollout, logits, tokens, mask, advantages, old_logp, old_entropy,
+                     stats: Optional[TokenStats], first: bool):
+        """Member's loss on its mini-batch rows `batch` and its objective's metrics; a non-finite loss raises.
+        The first mini-batch's π' is its own forward's (as the solo trainer)."""
+        logp = token_logp(logits, tokens[batch])
+        if first:
+            with torch.no_grad():
+                old_logp[batch] = logp.detach()
+                old_entropy[batch] = token_entropy(logits.detach())
+        J, obj_metrics = member.objective.compute(
+            logp, rollout.logp[batch], advantages[batch], response_mask=mask[batch], recomputed_logp=old_logp[batch],
+            rollout_topk_logp=rollout.topk_logp[batch] if member.objective.needs_topk else None,
+            rollout_topk_ids=rollout.topk_ids[batch] if member.objective.needs_topk else None,
+            logits=logits, token_ids=tokens[batch])
+        loss = -aggregate(J, mask[batch], member.t.loss_agg, norm_len=self.max_new_tokens)
+        if stats is not None:
+            stats.add(logp, rollout.logp[batch], advantages[batch], mask[batch], old_logp[batch], logits,
+                      token_ids=tokens[batch])
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}")
+        return loss, obj_metrics
+
     def evaluate(self) -> Dict[int, Dict[str, float]]:
         """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy, as
         `BuiltinTrainer._evaluate`."""
-        self.engine.sync()
-        seeds = [int(m.spec.dataset.seed) for m in self.members]
-        sampled = self._accuracy([torch.Generator().manual_seed(s) if m.alive else None
-                                  for s, m in zip(seeds, self.members)], greedy=False)
-        greedy = self._accuracy([None] * len(self.members), greedy=True)
-        out = {}
-        for k, member in enumerate(self.members):
-            if member.alive:
-                member.best_eval = max(member.best_eval, sampled[k])
-                out[k] = {"eval/accuracy": sampled[k], "eval/greedy_accuracy": greedy[k],
-                          "eval/best_accuracy": member.best_eval}
-        return out
-
-    def _accuracy(self, generators: List[Optional[torch.Generator]], greedy: bool) -> List[float]:
-        problems, M = self.eval_problems, len(self.members)
-        max_new_tokens = self.task.max_answer_length + 1
-        rewards: List[List[float]] = [[] for _ in range(M)]
-        for start in range(0, len(problems), EVAL_BATCH):
-            chunk = problems[start:start + EVAL_BATCH]
-            prompts = encode_batch(self.tokenizer, [p.prompt for p in chunk]).unsqueeze(0).expand(M, -1, -1)
-            rollouts = self.engine.generate(prompts, max_new_tokens, [m.t.temperature for m in self.members],
-                                            generators, greedy=greedy)
-            for k, rollout in enumerate(rollouts):
-                rewards[k] += [self.task.reward(p, c) for p, c in zip(chunk, completions_text(self.tokenizer, rollout))]
-        return [float(sum(r) / len(r)) if r else float("nan") for r in rewards]
+        return evaluation.evaluate(self)
 
     def checkpoint_writers(self) -> List[CheckpointWriter]:
         return [CheckpointWriter(m.run_dir, m.tracker.flush, (lambda tr=m.tracker: tr.run_id),
