@@ -47,7 +47,7 @@ BENCHMARKS: Dict[str, Benchmark] = {
                                                             "trainer_vs_trl.tokens_per_s",
                                                             "trainer_vs_trl.step_speedup_bigger"]),
     "compute_efficiency": Benchmark("bench_compute_efficiency.py", ["compute_efficiency.step"]),
-    "overhead": Benchmark("bench_overhead.py", ["overhead.run_fraction"]),  # --cfg job figure: retired (#17)
+    "overhead": Benchmark("bench_overhead.py", ["overhead.run_fraction", "overhead.run_fraction_3min"]),
     "tracking": Benchmark("bench_tracking.py", ["tracking.step_fraction", "tracking.batch_vs_per_metric"]),
     "objectives": Benchmark("bench_objectives.py", ["objectives.worst_vs_grpo",
                                                     "objectives.bandpo_kl_solver_speedup"]),
