@@ -228,24 +228,14 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     for test in design.tests:
         if test.method not in RATE_METHODS:
             continue
-        from harness.stats.sequential import level  # (scipy: only for a test on rates, not to list sweeps)
+        from harness.stats.rate_difference import smallest_p  # (scipy: only for a test on rates, not to list sweeps)
+        from harness.stats.sequential import level
 
         n = design.max_seeds(per_seed) or len(fixed_seeds(data.get("grids") or []) or [0])
         final = level(n, budget.per_round, n, alpha) if design.adaptive else alpha
-        smallest = smallest_p(test, n)
+        smallest = smallest_p(test.method, n, test.sesoi)
         if smallest >= final:
             raise bad(f"test {test.name!r}", f"can never succeed: a {test.method} test with {n} runs per arm has a "
                       f"smallest p of {smallest:.3g}, not below its α {final:.3g}; use more seeds")
     return design
 
-
-def smallest_p(test: TestSpec, runs: int) -> float:
-    """The smallest p a test on two arms' event counts can give with `runs` runs per arm: a rule asking for
-    p < α with fewer runs can never succeed."""
-    from harness.stats import rate_difference  # (scipy: only for a test on rates, not to list sweeps)
-    from harness.stats.inference import min_fisher_p
-    from harness.stats.rates import Count
-
-    if test.method == "fisher":
-        return min_fisher_p(runs, runs)
-    return rate_difference.p_above(Count(runs, runs), Count(0, runs), -test.sesoi)

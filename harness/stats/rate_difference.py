@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
+from harness.stats.inference import min_fisher_p
 from harness.stats.rates import Count
 
 NUISANCE_POINTS = 1001  # grid of the nuisance rate the p-value is maximised over
@@ -108,3 +109,11 @@ def runs_for_power(power_at, target: float, most: int = 400):
         middle = (low + high) // 2
         low, high = (low, middle) if power_at(middle) >= target else (middle, high)
     return high
+
+
+def smallest_p(method: str, runs: int, margin: float) -> float:
+    """The smallest p a design's test on two arms' event counts can give with `runs` runs per arm (all of one
+    arm events, none of the other): a rule asking for p < α with fewer runs can never succeed."""
+    if method == "fisher":
+        return min_fisher_p(runs, runs)
+    return p_above(Count(runs, runs), Count(0, runs), -margin)
