@@ -17,7 +17,8 @@ the rounds go on from the next planned look with the same overrides (kept in the
 and the pilot's plan (its `pilot_plan.yaml`),
 so every look still spends only its own increment of α; testing the same seeds afresh in a new folder
 would spend α twice on them. The study is sealed: `adaptive.yaml` records its design as it started and why it
-stopped, and `--continue` refuses an ended study and a changed design (harness/sweeps/study_state.py).
+stopped, and `--continue` refuses an ended study, a changed design and a second driver
+(harness/sweeps/study_state.py).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from harness.reports.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs
-from harness.sweeps.study_state import STATE_FILE, design_of, save_state, saved_state  # noqa: F401
+from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
 
 
 def decided(outcomes) -> bool:
@@ -83,6 +84,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module).
     `sweep_file`: the spec's file (default: the named sweep's), whose design the study records as it starts."""
     sealed = design_of(sweep_file or sweep_path(spec.name))
+    hold_study(sweep_dir)  # one driver at a time (a continued study's was taken before it got here)
 
     def record(stopped: Optional[str] = None, final: bool = False) -> None:
         save_state(sweep_dir, {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done),

@@ -102,7 +102,7 @@ def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
     from pathlib import Path
 
     from harness.sweeps.adaptive import run_adaptive
-    from harness.sweeps.study_state import continue_refusal, saved_state
+    from harness.sweeps.study_state import continue_refusal, hold_study, saved_state
 
     try:
         state = saved_state(Path(folder)) if folder else None
@@ -116,8 +116,10 @@ def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
                "takes no seed=: the study's next rounds choose the seeds" if any(
                    o.split("=", 1)[0].lstrip("+~") == "seed" for o in user) else None)
     if not problem:
-        try:  # sealed: an ended study, a changed design are refused before anything runs
+        try:  # sealed: an ended study, a changed design, a second driver are refused before anything runs
             problem = continue_refusal(state, sweep_file, user)
+            if not problem:
+                hold_study(Path(folder))
         except ValueError as err:
             problem = str(err)
     if problem:

@@ -5,7 +5,8 @@ design as it started (`design`: the sweep file's content less its texts, harness
 and once it stops, why (`stopped`) and whether that ends it (`final`: decided, not testable here, its budget
 spent or refused by its pilot; a study stopped by its minutes budget or killed may run more rounds). A study
 is sealed: `--continue` refuses an ended study, a changed sweep file and an override that changes what a
-run computes, each in one line, before anything runs."""
+run computes, each in one line, before anything runs. One driver at a time holds the folder
+(`.study.lock`): a second `--continue` is refused while the first runs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,10 +15,12 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from harness.infra.atomic_file import write_text_atomically
+from harness.infra.claim import FolderInUse, claim
 from harness.sweeps.design_identity import (changes_computation, first_difference, override_key,
                                             sweep_design)
 
 STATE_FILE = "adaptive.yaml"
+STUDY_LOCK = ".study.lock"  # the driver's; each round's sweep claims the folder's own lock beside it
 STATE_FIELDS = {"sweep": "a sweep name", "user": "a list of overrides", "flags": "a list of flags",
                 "done": "a whole number of rounds ≥ 0"}
 OPTIONAL_FIELDS = {"design": "a mapping (the sweep file as the study started)", "stopped": "a text (why it stopped)",
@@ -83,3 +86,10 @@ def continue_refusal(state: dict, sweep_file: Path, user: List[str]) -> Optional
                 "--continue takes only where and how runs run (launcher, tracking, cache_dir, hydra.*)")
     return None
 
+
+def hold_study(sweep_dir: Path) -> None:
+    """Hold the study's folder for this driver; ValueError (one line) while another driver holds it."""
+    try:
+        claim(Path(sweep_dir), "study folder", lock_file=STUDY_LOCK)
+    except FolderInUse as err:
+        raise ValueError(str(err)) from None

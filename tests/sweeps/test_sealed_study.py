@@ -1,10 +1,11 @@
-"""An adaptive study is sealed (issue 39 item 8): `--continue` refuses, in one line and before anything
-runs, a study that has ended, a sweep file edited since the study started and overrides that change what a
-run computes; the study's `adaptive.yaml` says why it stopped. Real
+"""An adaptive study is sealed (issue 39 items 7 and 8): `--continue` refuses, in one line and before anything
+runs, a study that has ended, a sweep file edited since the study started, overrides that change what a run
+computes, and a second driver while the first runs; the study's `adaptive.yaml` says why it stopped. Real
 studies on debug=quick (one arm, two 2-step runs a round), real processes."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -118,3 +119,29 @@ def test_an_ended_study_takes_no_more_rounds(tmp_path_factory):
     before = ended.listing()
     _refused(ended.cont(), "the study has ended: not testable here", "takes no more rounds")
     assert ended.listing() == before and ended.state() == state
+
+
+def test_a_second_continue_is_refused_while_the_first_runs(tmp_path_factory):
+    """The first `--continue` is frozen (SIGSTOP) once its round has started, so the second meets it running
+    whatever the machine's load; the second is refused in one line and the first then ends its round whole."""
+    study = Study(tmp_path_factory.mktemp("twice"), STUDY)
+    first = subprocess.Popen(study.argv("sweep", "slow", f"--continue={study.folder}"), cwd=study.root,
+                             env=study.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    try:
+        for line in first.stdout:
+            seen.append(line)
+            if "round 2:" in line:
+                break
+        assert "round 2:" in "".join(seen), "".join(seen)
+        os.kill(first.pid, signal.SIGSTOP)
+        state = (study.folder / "adaptive.yaml").read_text()
+        _refused(study.cont(), f"study folder {study.folder} is in use by pid {first.pid}")
+        assert (study.folder / "adaptive.yaml").read_text() == state
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+        rest, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, "".join(seen) + rest
+    assert study.state()["done"] == 4
+    statuses = [(job / "status.txt").read_text().split()[0] for job in sorted(study.folder.glob("g0r2_*"))]
+    assert statuses == ["FINISHED", "FINISHED"], statuses
