@@ -8,8 +8,7 @@ import hashlib
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from harness.algorithms.specs import RUN_SHORTCUTS
-from harness.tracking.params import NOT_HASHED
+from harness.tracking.params import changes_computation
 
 # a sweep file's keys that describe it without changing its runs or its tests
 TEXT_KEYS = ("hypothesis", "reports", "source", "claim")
@@ -17,15 +16,6 @@ TEXT_KEYS = ("hypothesis", "reports", "source", "claim")
 
 def override_key(override: str) -> str:
     return override.split("=", 1)[0].lstrip("+~")
-
-
-def changes_computation(override: str) -> bool:
-    """Whether an override (`key=value`) can change what a run computes (the config hash's view: a run's shortcut
-    like `delta=` does, a launcher or `hydra.*` setting does not)."""
-    key = override_key(override)
-    if key == "hydra" or key.startswith("hydra.") or key.startswith("hydra/"):
-        return False
-    return not any(key == n or key.startswith(n + ".") for n in NOT_HASHED if n not in RUN_SHORTCUTS)
 
 
 def computing_overrides(overrides: Sequence[str]) -> List[str]:
