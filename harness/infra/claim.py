@@ -14,6 +14,7 @@ from harness.infra.locks import LockHeld, is_locked, lock, open_lock_file, unloc
 
 LOCK_FILE = ".harness.lock"
 _HELD: Dict[str, int] = {}  # folder -> descriptor holding its lock (a process may claim again what it holds)
+_CLAIMED: set = set()  # every folder this process has claimed, released or not
 
 
 class FolderInUse(Exception):
@@ -46,6 +47,12 @@ def claim(folder: Path, what: str = "folder", lock_file: str = LOCK_FILE) -> Non
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
     _HELD[_key(folder, lock_file)] = fd
+    _CLAIMED.add(_key(folder, lock_file))
+
+
+def claimed_any() -> bool:
+    """Whether this process has claimed a run or sweep folder: a run or sweep was started (not only checked)."""
+    return bool(_CLAIMED)
 
 
 def _key(folder: Path, lock_file: str) -> str:
