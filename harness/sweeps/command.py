@@ -9,6 +9,7 @@ from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
+from harness.sweeps.study_state import continue_refusal, hold_study, saved_state
 
 
 def _list() -> None:
@@ -102,7 +103,6 @@ def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
     from pathlib import Path
 
     from harness.sweeps.adaptive import run_adaptive
-    from harness.sweeps.study_state import continue_refusal, hold_study, saved_state
 
     try:
         state = saved_state(Path(folder)) if folder else None
