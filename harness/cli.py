@@ -12,6 +12,7 @@ import sys
 from typing import Any, List, Optional
 
 from harness.config.flags import NEW_SWEEP_ENV, plan_only  # a few names: no heavy import
+from harness.infra.claim import claimed_any  # standard library only
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -211,7 +212,9 @@ def _launch(start, multirun: bool) -> int:
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
-        print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {_how_to_go_on(multirun)}", file=sys.stderr)
+        # stopped while the jobs were still being checked: no folder, no run, nothing to continue
+        left = _how_to_go_on(multirun) if claimed_any() else "before any run started: nothing was recorded"
+        print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {left}", file=sys.stderr)
         return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     ended = job_returns.job_results(returned)
     if multirun and ended:

@@ -74,6 +74,9 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
     key = full_key.group(1) if full_key else None
     if "not in struct" in text or "Key '" in text and "not in" in text:
         bad = key or _missing_key(text)
+        if bad and bad.startswith("hydra.sweeper.params."):  # Hydra adds keys to a node only with `+`
+            return (f"{bad} is a new key: add search dimensions with '+hydra.sweeper.params={{key: \"float(lo,hi)\", "
+                    "...}' (Hydra adds keys to a node only with +)")
         if bad and bad.startswith("trainer.verl.") and not _has_node("trainer.verl", overrides):
             # e.g. --dry-run on the built-in trainer
             what = (" (--dry-run prints the verl command and batch script without running them)"

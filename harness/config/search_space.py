@@ -21,6 +21,12 @@ class Dimension:
         """Values that span the dimension, for validating configs before a study starts."""
         return list(self.choices) if self.kind == "choice" else [self.low, self.high]
 
+    def text(self) -> str:
+        """The dimension as written in config, normalized: `float(0.05, 20.0, log)`, `choice(a, b)`."""
+        if self.kind == "choice":
+            return f"choice({', '.join(map(str, self.choices))})"
+        return f"{self.kind}({self.low}, {self.high}{', log' if self.log else ''})"
+
     def distribution(self):
         import optuna.distributions as d
 

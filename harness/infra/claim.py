@@ -14,6 +14,7 @@ from harness.infra.locks import LockHeld, is_locked, lock, open_lock_file, unloc
 
 LOCK_FILE = ".harness.lock"
 _HELD: Dict[str, int] = {}  # folder -> descriptor holding its lock (a process may claim again what it holds)
+_CLAIMED: set = set()  # every folder this process has claimed, released or not
 
 
 class FolderInUse(Exception):
@@ -29,13 +30,14 @@ def _holder(fd: int) -> str:
         return "another process"
 
 
-def claim(folder: Path, what: str = "folder") -> None:
-    """Hold `folder` for this process, or raise FolderInUse naming the holder."""
+def claim(folder: Path, what: str = "folder", lock_file: str = LOCK_FILE) -> None:
+    """Hold `folder` for this process, or raise FolderInUse naming the holder. `lock_file`: another claim on
+    the same folder (an adaptive study's driver holds its folder while each round's sweep claims it too)."""
     folder = Path(folder).expanduser().resolve()
-    if str(folder) in _HELD:
+    if _key(folder, lock_file) in _HELD:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    fd = open_lock_file(folder / LOCK_FILE, 0o644)
+    fd = open_lock_file(folder / lock_file, 0o644)
     try:
         lock(fd, blocking=False)
     except LockHeld:
@@ -44,7 +46,17 @@ def claim(folder: Path, what: str = "folder") -> None:
         raise FolderInUse(_in_use(folder, what, holder)) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}).encode(), 0)
-    _HELD[str(folder)] = fd
+    _HELD[_key(folder, lock_file)] = fd
+    _CLAIMED.add(_key(folder, lock_file))
+
+
+def claimed_any() -> bool:
+    """Whether this process has claimed a run or sweep folder: a run or sweep was started (not only checked)."""
+    return bool(_CLAIMED)
+
+
+def _key(folder: Path, lock_file: str) -> str:
+    return str(folder) if lock_file == LOCK_FILE else str(folder / lock_file)
 
 
 def _in_use(folder: Path, what: str, holder: str) -> str:
@@ -59,10 +71,10 @@ def check_free(folder: Path, what: str = "folder") -> None:
         raise FolderInUse(_in_use(folder, what, holder))
 
 
-def held_by(folder: Path) -> Optional[str]:
+def held_by(folder: Path, lock_file: str = LOCK_FILE) -> Optional[str]:
     """Who holds `folder`'s claim ("pid 12 on host since ..."), or None if no live process does. Creates nothing."""
-    path = Path(folder).expanduser() / LOCK_FILE
-    if str(Path(folder).expanduser().resolve()) in _HELD:
+    path = Path(folder).expanduser() / lock_file
+    if _key(Path(folder).expanduser().resolve(), lock_file) in _HELD:
         return f"this process (pid {os.getpid()})"
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -74,13 +86,13 @@ def held_by(folder: Path) -> Optional[str]:
         os.close(fd)
 
 
-def holds(folder: Path) -> bool:
+def holds(folder: Path, lock_file: str = LOCK_FILE) -> bool:
     """Whether this process holds `folder`'s claim."""
-    return str(Path(folder).expanduser().resolve()) in _HELD
+    return _key(Path(folder).expanduser().resolve(), lock_file) in _HELD
 
 
-def release(folder: Path) -> None:
-    fd = _HELD.pop(str(Path(folder).expanduser().resolve()), None)
+def release(folder: Path, lock_file: str = LOCK_FILE) -> None:
+    fd = _HELD.pop(_key(Path(folder).expanduser().resolve(), lock_file), None)
     if fd is not None:
         unlock(fd)
         os.close(fd)

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from harness.infra.claim import LOCK_FILE, FolderInUse, check_free, held_by
 from harness.infra.run_record import live_job
 from harness.infra.secrets import mask_tree
+from harness.tracking.params import changes_computation
 from harness.trainers.checkpoint import CHECKPOINT_DIR, checkpoint_paths, file_sha256
 from harness.trainers.resume import run_folder
 
@@ -119,13 +120,18 @@ def check_sweep_jobs(folder: Path, jobs: Sequence) -> List[tuple]:
         except (OSError, yaml.YAMLError):
             theirs = None
         ours = [o for o in job.overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))]  # as Hydra records
-        if theirs != mask_tree(ours):
+        # the same job on another launcher or packing (launcher.members) is still this job
+        if not isinstance(theirs, list) or _computing(theirs) != _computing(mask_tree(ours)):
             shown = " ".join(theirs) if isinstance(theirs, list) else "files of another sweep"
             raise FolderTaken(f"hydra.sweep.dir={folder}: its job folder {sub} holds another job ({shown}), not "
                               f"this sweep's job {index}; a sweep writes only into new job folders or re-runs its "
                               "own: choose another folder")
         found.append((index, job, sub))
     return found
+
+
+def _computing(overrides: List[str]) -> List[str]:
+    return [str(o) for o in overrides if changes_computation(str(o))]
 
 
 def _job_subdir(job, index: int) -> Optional[str]:

@@ -16,7 +16,9 @@ A study stopped by its minutes budget can be continued in its own folder (`sweep
 the rounds go on from the next planned look with the same overrides (kept in the folder's `adaptive.yaml`)
 and the pilot's plan (its `pilot_plan.yaml`),
 so every look still spends only its own increment of α; testing the same seeds afresh in a new folder
-would spend α twice on them.
+would spend α twice on them. The study is sealed: `adaptive.yaml` records its design as it started and why it
+stopped, and `--continue` refuses an ended study, a changed design and a second driver
+(harness/sweeps/study_state.py).
 """
 from __future__ import annotations
 
@@ -25,16 +27,15 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional
 
-import yaml
-
 from harness.reports import pilot, preconditions
 from harness.reports.collect import collect
 from harness.reports.decisions import evaluate, jobs_per_seed, overall
 from harness.reports.locate import from_sweep_dir
-from harness.reports.sweep_spec import SweepSpec
+from harness.reports.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs
+from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
 
 
 def decided(outcomes) -> bool:
@@ -47,42 +48,6 @@ def decided(outcomes) -> bool:
         return True
     parts = [o for o in outcomes if not o.test.check]
     return bool(parts) and overall(parts)[0] == NOT_REPRODUCED
-
-
-STATE_FILE = "adaptive.yaml"
-
-
-STATE_FIELDS = {"sweep": "a sweep name", "user": "a list of overrides", "flags": "a list of flags",
-                "done": "a whole number of rounds ≥ 0"}
-
-
-def saved_state(sweep_dir: Path) -> Optional[dict]:
-    """What an adaptive study left in its folder: {"sweep", "user", "flags", "done"}; None if not one. ValueError
-    (one line naming the file, the key and what is allowed) for a state file that is there but malformed."""
-    path = Path(sweep_dir) / STATE_FILE
-    try:
-        state = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} cannot be read: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
-    if not isinstance(state, dict):
-        raise ValueError(f"{path} is not a mapping of {', '.join(STATE_FIELDS)}")
-    fits = {"sweep": isinstance(state.get("sweep"), str),
-            "user": isinstance(state.get("user"), list) and all(isinstance(o, str) for o in state["user"]),
-            "flags": isinstance(state.get("flags"), list) and all(isinstance(f, str) for f in state["flags"]),
-            "done": isinstance(state.get("done"), int) and not isinstance(state["done"], bool) and state["done"] >= 0}
-    for key, ok in fits.items():
-        if not ok:
-            found = "missing" if key not in state else f"{state[key]!r}"
-            raise ValueError(f"{path}: {key} is {found}; allowed: {STATE_FIELDS[key]}")
-    return state
-
-
-def _save_state(sweep_dir: Path, spec: SweepSpec, user: List[str], flags: List[str], done: int) -> None:
-    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    (Path(sweep_dir) / STATE_FILE).write_text(yaml.safe_dump(
-        {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done)}, sort_keys=False))
 
 
 def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
@@ -114,8 +79,18 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
 
 
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
-                 clock: Callable[[], float] = time.monotonic, done: int = 0) -> int:
-    """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module)."""
+                 clock: Callable[[], float] = time.monotonic, done: int = 0,
+                 sweep_file: Optional[Path] = None) -> int:
+    """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module).
+    `sweep_file`: the spec's file (default: the named sweep's), whose design the study records as it starts."""
+    sealed = design_of(sweep_file or sweep_path(spec.name))
+    hold_study(sweep_dir)  # one driver at a time (a continued study's was taken before it got here)
+
+    def record(stopped: Optional[str] = None, final: bool = False) -> None:
+        save_state(sweep_dir, {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done),
+                               "design": sealed, **({"stopped": stopped, "final": final} if stopped else {})})
+
+    record()
     spec = pilot.planned(spec, sweep_dir) if done else spec
     design, budget = spec.design, spec.design.budget
     per_seed = jobs_per_seed(spec)
@@ -132,22 +107,25 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         store, worst, refused, spec, untestable = _pilot(spec, sweep_dir, user, flags)
         if untestable:
             print(f"sweep {spec.name}: stopped — {NOT_TESTABLE} after the pilot (no main run) — {untestable}")
+            record(f"{NOT_TESTABLE} after the pilot (no main run) — {untestable}", final=True)
             grid_runs.finish(spec, sweep_dir, store)
             return worst
         if refused:
             print(f"harness: error: sweep {spec.name}: {refused}", file=sys.stderr)
+            record(f"refused by its pilot: {refused}", final=True)
             grid_runs.finish(spec, sweep_dir, store)
             return 2
         design = spec.design
         plan = looks(budget.per_round, design.max_seeds(per_seed))
         print(f"sweep {spec.name}: looks at {', '.join(map(str, plan))} seeds per arm")
-    stop = "budget spent"
+    stop, final = "budget spent (every planned look taken)", True
     for j, n in enumerate(plan):
         if n <= done:
             continue
         elapsed = (clock() - started) / 60.0
         if budget.minutes is not None and not first and elapsed + last_round > budget.minutes:
             stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
+            final = False
             break
         began = clock()
         seeds = design.main_seeds(done, n)
@@ -156,7 +134,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
         last_round, done, first = (clock() - began) / 60.0, n, False
-        _save_state(sweep_dir, spec, user, flags, done)
+        record()
         try:
             data = collect(from_sweep_dir(sweep_dir, store))
             refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
@@ -174,5 +152,6 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             stop = f"every declared test decided at {n} seeds per arm"
             break
     print(f"sweep {spec.name}: stopped — {stop}")
+    record(stop, final)
     grid_runs.finish(spec, sweep_dir, store)
     return worst

@@ -9,6 +9,7 @@ from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
+from harness.sweeps.study_state import continue_refusal, hold_study, saved_state
 
 
 def _list() -> None:
@@ -38,7 +39,8 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
                 with the overrides it ran with (overrides given here are added: a launcher, not a change
-                to what a run computes), spending only the α of the looks still to come
+                to what a run computes, which is refused, as are an edited sweep file and an ended
+                study), spending only the α of the looks still to come
 """
 
 
@@ -67,7 +69,7 @@ def main(argv: List[str]) -> int:
     user = [a for a in argv[1:] if not a.startswith("--")]
     resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]
     if resume:
-        return _continue(spec, resume[-1].partition("=")[2], user)
+        return _continue(spec, sweep_path(argv[0]), resume[-1].partition("=")[2], user)
     try:
         sweep_dir, grids, jobs = prepare_jobs(spec, user, flags)
     except (ConfigError, ValueError) as err:
@@ -78,7 +80,7 @@ def main(argv: List[str]) -> int:
     if spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user):
         from harness.sweeps.adaptive import run_adaptive
 
-        return run_adaptive(spec, sweep_dir, user, flags)
+        return run_adaptive(spec, sweep_dir, user, flags, sweep_file=sweep_path(argv[0]))
     return run(spec, sweep_dir, grids, flags, jobs)
 
 
@@ -96,11 +98,11 @@ def _plan(spec, sweep_dir, jobs: list, user: List[str]) -> int:
     return 0
 
 
-def _continue(spec, folder: str, user: List[str]) -> int:
+def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
     """`--continue=<folder>`: the next rounds of an adaptive study in its own folder (sweeps/adaptive.py)."""
     from pathlib import Path
 
-    from harness.sweeps.adaptive import run_adaptive, saved_state
+    from harness.sweeps.adaptive import run_adaptive
 
     try:
         state = saved_state(Path(folder)) if folder else None
@@ -113,6 +115,13 @@ def _continue(spec, folder: str, user: List[str]) -> int:
                else f"sweep {spec.name!r} is not seeds: auto" if not spec.design.adaptive else
                "takes no seed=: the study's next rounds choose the seeds" if any(
                    o.split("=", 1)[0].lstrip("+~") == "seed" for o in user) else None)
+    if not problem:
+        try:  # sealed: an ended study, a changed design, a second driver are refused before anything runs
+            problem = continue_refusal(state, sweep_file, user)
+            if not problem:
+                hold_study(Path(folder))
+        except ValueError as err:
+            problem = str(err)
     if problem:
         print(f"harness: error: sweep {spec.name}: --continue {problem}", file=sys.stderr)
         return 2
@@ -121,4 +130,4 @@ def _continue(spec, folder: str, user: List[str]) -> int:
     given = {o.split("=", 1)[0].lstrip("+~") for o in user if "=" in o}
     kept = [o for o in state["user"] if o.split("=", 1)[0].lstrip("+~") not in given]  # yours replace the study's
     return run_adaptive(spec, Path(folder).resolve(), [*kept, *user], list(state["flags"]),
-                        done=int(state["done"]))
+                        done=int(state["done"]), sweep_file=sweep_file)

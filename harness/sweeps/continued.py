@@ -29,6 +29,7 @@ from harness.infra.claim import held_by
 from harness.infra.secrets import mask_tree
 from harness.launchers.folder_claims import FolderTaken, check_sweep_jobs
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, job_statuses
+from harness.tracking.params import changes_computation
 
 COMMAND_FILE = "command.json"
 STOPPED = ("KILLED", "UNKNOWN", "RUNNING")  # a job that did not end: its process was stopped or died
@@ -36,9 +37,10 @@ NOW = "${now:"
 
 
 def fingerprint(config: DictConfig) -> str:
-    """The command's overrides, normalized (sorted; Hydra's `hydra.mode`, which the command line adds, left
-    out), as a SHA-256."""
-    given = [*(str(o) for o in config.hydra.overrides.task), *(str(o) for o in config.hydra.overrides.hydra)]
+    """The command's overrides, normalized (sorted; Hydra's `hydra.mode`, which the command line adds, and the
+    task's overrides that change no computation, a launcher or its packing, left out), as a SHA-256."""
+    given = [*(str(o) for o in config.hydra.overrides.task if changes_computation(str(o))),
+             *(str(o) for o in config.hydra.overrides.hydra)]
     kept = sorted(o for o in given if not o.startswith("hydra.mode="))
     return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
 

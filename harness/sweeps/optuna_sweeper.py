@@ -3,7 +3,9 @@ optuna < 3 and cannot prune).
 
 The study lives in persistent storage (default: `optuna.db` beside the MLflow store), so a sweep whose
 driver died resumes by running the same command: finished trials count, trials left RUNNING by the dead
-driver are marked FAIL. Each job gets `optuna.*` overrides naming its trial; the trainer reports
+driver are marked FAIL. A study is named by its search (`<experiment>-<hash>` of the space, the metric and
+direction, the pruner and the overrides that change a computation), so another search never reuses it; an
+explicit `study_name` holding another search is refused. Each job gets `optuna.*` overrides naming its trial; the trainer reports
 intermediate eval accuracy to it and stops early when the pruner says so."""
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from harness.infra.refused import Refused
 from harness.launchers.job_returns import job_result
 from harness.trainers.pruning import make_pruner
 from harness.config.search_space import parse_space
+from harness.sweeps.design_identity import computing_overrides, digest, first_difference
 
 
 log = logging.getLogger("harness")
+SEARCH_ATTR = "harness.search"  # the study's user attribute recording the search it belongs to
 
 
 class OptunaSweeper(Sweeper):
@@ -42,15 +46,38 @@ class OptunaSweeper(Sweeper):
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config)
 
-    def _study(self):
+    def _search(self, arguments: List[str]) -> dict:
+        """What this search is: another one (another space, objective, pruner or computation) is another study."""
+        return {"space": {key: dim.text() for key, dim in sorted(self.space.items())}, "metric": self.metric,
+                "direction": self.direction, "pruner": list(self._pruner_settings()),
+                "overrides": computing_overrides(arguments)}
+
+    def _study(self, arguments: List[str]):
+        """The search's study, made or resumed; Refused when the named study holds another search."""
         import optuna
 
         root = Path(str(self.config.output_root)).expanduser().resolve()
         storage = self.storage or f"sqlite:///{root / 'optuna.db'}"
-        name = self.study_name or str(self.config.experiment_name)
+        search = self._search(arguments)
+        name = self.study_name or f"{self.config.experiment_name}-{digest(search)[:12]}"
         pruner = make_pruner(*self._pruner_settings())
-        study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True, direction=self.direction,
-                                    sampler=optuna.samplers.TPESampler(seed=self.sampler_seed), pruner=pruner)
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # its "Using an existing study": said below, once
+        try:
+            study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True, pruner=pruner,
+                                        direction=self.direction,
+                                        sampler=optuna.samplers.TPESampler(seed=self.sampler_seed))
+        finally:
+            optuna.logging.set_verbosity(verbosity)
+        recorded = study.user_attrs.get(SEARCH_ATTR)
+        if recorded is None and study.trials:
+            raise Refused(f"optuna study {name!r} in {storage} holds trials of a search it does not record: leave "
+                          "hydra.sweeper.study_name unset (each search gets its own study) or give a new name")
+        if recorded is not None and recorded != search:
+            raise Refused(f"optuna study {name!r} in {storage} holds another search "
+                          f"({first_difference(recorded, search)}): leave hydra.sweeper.study_name unset (each "
+                          "search gets its own study) or give a new name")
+        study.set_user_attr(SEARCH_ATTR, search)
         return study, storage, name
 
     def _pruner_settings(self) -> tuple:
@@ -73,7 +100,8 @@ class OptunaSweeper(Sweeper):
                   "written; the trials' ensembles and time depend on what the study picks)", flush=True)
             return []
         check_jobs(edges, multirun=True)
-        return run_sweep(self.config, self.n_trials, lambda: self._trials(arguments))
+        study = self._study(arguments)
+        return run_sweep(self.config, self.n_trials, lambda: self._trials(arguments, *study))
 
     def _checked_space(self, arguments: List[str]) -> dict:
         try:
@@ -95,15 +123,14 @@ class OptunaSweeper(Sweeper):
                 raise Refused(message)
         return space
 
-    def _trials(self, arguments: List[str]) -> Any:
+    def _trials(self, arguments: List[str], study, storage: str, name: str) -> Any:
         from optuna.trial import TrialState
 
-        study, storage, name = self._study()
         for stale in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             log.warning("trial %d was left RUNNING by an earlier driver: marked FAIL", stale.number)
             study.tell(stale.number, state=TrialState.FAIL)
         done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
-        log.info("optuna study %r in %s: %d of %d trials done", name, storage, done, self.n_trials)
+        print(f"optuna: study {name!r} in {storage}: {done} of {self.n_trials} trials done", flush=True)
         distributions = {key: dim.distribution() for key, dim in self.space.items()}
         returns, job_idx = [], 0
         while done < self.n_trials:
@@ -123,7 +150,7 @@ class OptunaSweeper(Sweeper):
         if best is not None:
             log.info("best trial %d: %s = %s with %s", best.number, self.metric, best.value, best.params)
             (Path(str(self.config.hydra.sweep.dir)) / "optuna_best.yaml").write_text(
-                OmegaConf.to_yaml({"trial": best.number, "value": best.value, "params": best.params}))
+                OmegaConf.to_yaml({"study": name, "trial": best.number, "value": best.value, "params": best.params}))
         return returns
 
     def _tell(self, study, trial, ret) -> None:

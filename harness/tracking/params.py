@@ -30,6 +30,15 @@ NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progr
               *RUN_SHORTCUTS)
 
 
+def changes_computation(override: str) -> bool:
+    """Whether an override (`key=value`) can change what a run computes (the config hash's view: a run's shortcut
+    like `delta=` does; a launcher and its packing, `launcher.members`, the store, the cache or `hydra.*` do not)."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    if key == "hydra" or key.startswith(("hydra.", "hydra/")):
+        return False
+    return not any(key == n or key.startswith(n + ".") for n in NOT_HASHED if n not in RUN_SHORTCUTS)
+
+
 def redacted_container(cfg: DictConfig) -> Any:
     """The resolved config as plain containers, credential-named values masked (for `config.yaml`)."""
 

@@ -24,6 +24,9 @@ def test_a_well_formed_state_is_read_and_no_file_is_no_study(tmp_path):
     (GOOD.replace("sweep: claim1_sanity", "sweep: [1, 2]"), ["sweep is [1, 2]", "a sweep name"]),
     ("- just\n- a list\n", ["is not a mapping of sweep, user, flags, done"]),
     ("sweep: [unclosed\n", ["cannot be read"]),
+    (GOOD + "final: maybe\n", ["final is 'maybe'", "true or false"]),
+    (GOOD + "stopped: [1]\n", ["stopped is [1]", "a text"]),
+    (GOOD + "design: [grids]\n", ["design is ['grids']", "a mapping"]),
 ])
 def test_a_malformed_state_is_refused_in_one_line(tmp_path, capsys, monkeypatch, text, words):
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))

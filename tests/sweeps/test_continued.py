@@ -113,3 +113,25 @@ def test_the_new_sweep_flag_is_no_override(monkeypatch):
     monkeypatch.setenv(NEW_SWEEP_ENV, "")  # restored (unset) after the test
     assert take_new_sweep_flag(["-m", "--new-sweep", "seed=0,1"]) == ["-m", "seed=0,1"]
     assert os.environ.get(NEW_SWEEP_ENV) == "1"
+
+
+def test_a_stopped_ensemble_sweep_continues_with_another_packing(run_harness):
+    """Issue 39 item 10: `launcher.members` packs runs into processes, it does not change what they compute; a
+    sweep stopped as 2-member ensembles (its process killed at step 3) is continued by the same command with
+    `launcher.members=1`, in its own folder (it was refused as "another job", or started a new sweep)."""
+    sweep = ("multirun", "seed=4,5", "debug=quick", "trainer.steps=4", "trainer.checkpoint_every=2")
+    killed = run_harness(*sweep, "launcher.members=2", env={"HARNESS_FAULT_KILL_AT_STEP": "3"})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    (folder,) = run_harness.root.glob("multirun/*/*")
+    saved = {job.name: json.loads((job / "checkpoints" / "last.json").read_text())["step"]
+             for job in folder.glob("[0-1]") if (job / "checkpoints" / "last.json").is_file()}
+    assert saved, "no run had a checkpoint when its process was killed"
+    again = run_harness(*sweep, "launcher.members=1", check=True)
+    assert f"sweep: continuing the stopped sweep {folder}" in again.stdout, again.stdout[-3000:]
+    assert list(run_harness.root.glob("multirun/*/*")) == [folder], "no second sweep folder"
+    assert [(job / "status.txt").read_text().strip() for job in sorted(folder.glob("[0-1]"))] == ["FINISHED"] * 2
+    for name, step in saved.items():  # each run with a checkpoint went on from it
+        assert f"resumed from its checkpoint at step {step} " in (folder / name / "job.log").read_text(), name
+    # the same folder named explicitly takes its jobs on any packing too (a re-run that skips what FINISHED)
+    explicit = run_harness(*sweep, "launcher.members=2", f"hydra.sweep.dir={folder}", check=True)
+    assert explicit.stdout.count("FINISHED earlier in this sweep") == 2, explicit.stdout[-3000:]
