@@ -62,6 +62,9 @@ NNODES={shape.nodes}
 GPUS_PER_NODE={shape.gpus_per_node}
 {exports}
 
+# 0. this node's NVIDIA driver runs the CUDA of the environment's torch (one line and exit 1 if not)
+"$VERL_PYTHON" -m harness.trainers.verl.driver
+
 # 1. data: verl-format parquet files from the dataset's sources (skipped when already prepared)
 "$VERL_PYTHON" -m harness.trainers.verl.prepare_data {q(str(data_spec))}
 
