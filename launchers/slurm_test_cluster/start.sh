@@ -19,6 +19,8 @@
 #   HARNESS_SLURM_DBD_PORT   slurmdbd port                 [6819]
 #   HARNESS_SLURM_DB_PORT    private mariadb port          [6820]
 #   HARNESS_SLURM_TIMEOUT    seconds to wait for each step [60]
+#   HARNESS_SLURM_NODES      nodes, each its own slurmd on this host [1]
+#                            (node i > 1 is <host>-node<i>, slurmd port + 10 x (i - 1))
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -28,6 +30,7 @@ SLURMD_PORT="${HARNESS_SLURM_D_PORT:-6818}"
 DBD_PORT="${HARNESS_SLURM_DBD_PORT:-6819}"
 DB_PORT="${HARNESS_SLURM_DB_PORT:-6820}"
 TIMEOUT="${HARNESS_SLURM_TIMEOUT:-60}"
+NNODES="${HARNESS_SLURM_NODES:-1}"
 CLUSTER=harness
 PARTITION=debug
 DB_USER=slurm
@@ -116,6 +119,20 @@ THREADS=$(hw ThreadsPerCore)
 REALMEM=$(hw RealMemory)
 CPUS=$(hw CPUs)
 [[ -n "$CORES" && -n "$REALMEM" ]] || die "cannot parse 'slurmd -C': $NODE_HW"
+# Several nodes: one slurmd per node on this host, told apart by name (slurmd -N), port, spool dir, PID file
+# and log (%n: the node name). Debian's Slurm is not built with --enable-multiple-slurmd, so each node needs
+# its own NodeHostname (slurmctld refuses duplicates): the default, its NodeName; all share NodeAddr.
+NODES=("$HOST")
+for ((i = 2; i <= NNODES; i++)); do NODES+=("$HOST-node$i"); done
+NODE_LIST=$(IFS=,; echo "${NODES[*]}")
+node_port() { echo $((SLURMD_PORT + 10 * $1)); }
+if ((NNODES > 1)); then SLURMD_FILES="%n"; else SLURMD_FILES=""; fi
+node_lines() {
+    local i
+    for i in "${!NODES[@]}"; do
+        echo "NodeName=${NODES[$i]} NodeAddr=127.0.0.1$( ((NNODES > 1)) && echo " Port=$(node_port "$i")") CPUs=$CPUS Sockets=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=$THREADS RealMemory=$REALMEM State=UNKNOWN"
+    done
+}
 
 # write_if_changed PATH MODE: write stdin to PATH only if the content differs
 write_if_changed() {
@@ -168,11 +185,11 @@ SlurmdTimeout=300
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 StateSaveLocation=$SPOOL/ctld
-SlurmdSpoolDir=$SPOOL/d
+SlurmdSpoolDir=$SPOOL/d${SLURMD_FILES:+-$SLURMD_FILES}
 SlurmctldPidFile=$RUN/slurmctld.pid
-SlurmdPidFile=$RUN/slurmd.pid
+SlurmdPidFile=$RUN/slurmd${SLURMD_FILES:+-$SLURMD_FILES}.pid
 SlurmctldLogFile=$LOG/slurmctld.log
-SlurmdLogFile=$LOG/slurmd.log
+SlurmdLogFile=$LOG/slurmd${SLURMD_FILES:+-$SLURMD_FILES}.log
 SlurmctldDebug=info
 SlurmdDebug=info
 AccountingStorageType=accounting_storage/slurmdbd
@@ -185,9 +202,9 @@ JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=30
 JobCompType=jobcomp/filetxt
 JobCompLoc=$LOG/jobcomp.log
-NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS Sockets=$SOCKETS CoresPerSocket=$CORES ThreadsPerCore=$THREADS RealMemory=$REALMEM State=UNKNOWN
-PartitionName=$PARTITION Nodes=$HOST Default=YES MaxTime=04:00:00 DefaultTime=01:00:00 State=UP PriorityTier=1
-PartitionName=high Nodes=$HOST Default=NO MaxTime=04:00:00 DefaultTime=01:00:00 State=UP PriorityTier=10
+$(node_lines)
+PartitionName=$PARTITION Nodes=$NODE_LIST Default=YES MaxTime=04:00:00 DefaultTime=01:00:00 State=UP PriorityTier=1
+PartitionName=high Nodes=$NODE_LIST Default=NO MaxTime=04:00:00 DefaultTime=01:00:00 State=UP PriorityTier=10
 EOF
 
 # slurmdbd refuses a config that is not 0600 and owned by SlurmUser.
@@ -283,17 +300,20 @@ ctld_up() { scontrol ping | grep -q "is UP"; }
 wait_for slurmctld ctld_up
 
 # ---------------------------------------------------------------- slurmd
-if ! pid_alive "$RUN/slurmd.pid" slurmd; then
-    log "starting slurmd"
-    slurmd -f "$SLURM_CONF" -N "$HOST"
-fi
+for node in "${NODES[@]}"; do
+    if ((NNODES > 1)); then pidfile="$RUN/slurmd-$node.pid"; mkdir -p "$SPOOL/d-$node"; else pidfile="$RUN/slurmd.pid"; fi
+    if ! pid_alive "$pidfile" slurmd; then
+        log "starting slurmd $node"
+        slurmd -f "$SLURM_CONF" -N "$node"
+    fi
+done
 node_idle() {
     local st
-    st=$(sinfo -h -N -n "$HOST" -o %T)
+    st=$(sinfo -h -N -n "$1" -o %T)
     [[ "$st" == idle* || "$st" == mixed* || "$st" == allocated* ]]
 }
-wait_for "node $HOST to become idle" node_idle
+for node in "${NODES[@]}"; do wait_for "node $node to become idle" node_idle "$node"; done
 
-log "cluster '$CLUSTER' up: node $HOST ($CPUS cpus, ${REALMEM} MB), partitions $PARTITION (default), high"
+log "cluster '$CLUSTER' up: nodes $NODE_LIST ($CPUS cpus, ${REALMEM} MB each), partitions $PARTITION (default), high"
 log "use these settings (also in $STATE/env.sh):"
 print_env

@@ -82,7 +82,8 @@ if [[ -d "$STATE" ]]; then
     fi
     # order: slurm daemons, then accounting (slurmctld flushes to slurmdbd on
     # shutdown), then the database and munge.
-    stop_daemons slurmd:"$RUN/slurmd.pid" slurmctld:"$RUN/slurmctld.pid"
+    slurmds=(); for pidfile in "$RUN"/slurmd.pid "$RUN"/slurmd-*.pid; do slurmds+=(slurmd:"$pidfile"); done
+    stop_daemons "${slurmds[@]}" slurmctld:"$RUN/slurmctld.pid"
     mapfile -t stepds < <(our_stepds)
     stop_pids slurmstepd "${stepds[@]}"
     stop_daemons slurmdbd:"$RUN/slurmdbd.pid"

@@ -24,14 +24,15 @@ fail() { echo "gpu smoke: FAILED: $*" >&2; exit 1; }
 mkdir -p "$WORK"
 echo "gpu smoke: work folder $WORK"
 
-# 1. the machine and the environment: a GPU torch sees, verl/vllm/ray/flash-attn importable at the versions the
-# harness expects (flash-attn imported here, on the GPU node, with its CUDA extension)
-"$VERL_PYTHON" - <<'PY' > "$WORK/environment.txt" || fail "the verl environment cannot see a GPU or lacks verl/vllm/flash-attn"
-import flash_attn, torch, verl, vllm, ray
+# 1. the machine and the environment: a driver that runs the torch's CUDA, a GPU torch sees, verl/vllm/ray
+# importable at the versions the harness expects
+PYTHONPATH=. "$VERL_PYTHON" -m harness.trainers.verl.driver || fail "the NVIDIA driver is too old (the line above)"
+"$VERL_PYTHON" - <<'PY' > "$WORK/environment.txt" || fail "the verl environment cannot see a GPU or lacks verl/vllm"
+import torch, verl, vllm, ray
 assert torch.cuda.is_available(), "torch sees no CUDA GPU"
 print(f"{torch.cuda.get_device_name(0)} ({torch.cuda.get_device_properties(0).total_memory / 1e9:.0f} GB), "
-      f"torch {torch.__version__}, verl {verl.__version__}, vllm {vllm.__version__}, ray {ray.__version__}, "
-      f"flash-attn {flash_attn.__version__}")
+      f"torch {torch.__version__} (CUDA {torch.version.cuda}), verl {verl.__version__}, vllm {vllm.__version__}, "
+      f"ray {ray.__version__}")
 PY
 "$HARNESS_PYTHON" -c "
 from harness.trainers.verl.environment import check_environment

@@ -1,4 +1,4 @@
-"""Fixtures for tests that run against the single-node Slurm test cluster.
+"""Fixtures for tests that run against the Slurm test clusters (single-node, and a two-node one).
 
 The cluster is started with ``launchers/slurm_test_cluster/start.sh`` (see the
 README there).  These tests only run when ``HARNESS_SLURM_TESTS=1``.
@@ -50,14 +50,10 @@ def _sinfo_answers(state_dir: Path, env: dict[str, str]) -> bool:
     return proc.returncode == 0 and proc.stdout.strip() == "up"
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    if os.environ.get("HARNESS_SLURM_TESTS") != "1":
-        pytest.skip("Slurm cluster tests disabled; set HARNESS_SLURM_TESTS=1 to run them")
-
-    state_dir = Path(os.environ.get("HARNESS_SLURM_DIR", "/tmp/harness-slurm"))
+def _cluster(state_dir: Path, env: dict[str, str]):
+    """Start the cluster of `state_dir` unless it answers; yield it with SLURM_CONF set; stop it if started here."""
     slurm_conf = state_dir / "etc" / "slurm.conf"
-    env = dict(os.environ, HARNESS_SLURM_DIR=str(state_dir), SLURM_CONF=str(slurm_conf))
+    env = dict(env, HARNESS_SLURM_DIR=str(state_dir), SLURM_CONF=str(slurm_conf))
 
     started = False
     if not (slurm_conf.exists() and _sinfo_answers(state_dir, env)):
@@ -79,3 +75,24 @@ def slurm_cluster():
             os.environ["SLURM_CONF"] = old_conf
         if started:
             subprocess.run(["bash", str(LAUNCHER / "stop.sh")], env=env, timeout=300)
+
+
+def _enabled() -> None:
+    if os.environ.get("HARNESS_SLURM_TESTS") != "1":
+        pytest.skip("Slurm cluster tests disabled; set HARNESS_SLURM_TESTS=1 to run them")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    _enabled()
+    yield from _cluster(Path(os.environ.get("HARNESS_SLURM_DIR", "/tmp/harness-slurm")), dict(os.environ))
+
+
+@pytest.fixture(scope="module")
+def slurm_two_nodes():
+    """A second test cluster of two nodes (two slurmd on this host, start.sh with HARNESS_SLURM_NODES=2), on its
+    own state dir and ports, so the single-node cluster's tests keep theirs."""
+    _enabled()
+    env = dict(os.environ, HARNESS_SLURM_NODES="2", HARNESS_SLURM_CTLD_PORT="6837", HARNESS_SLURM_D_PORT="6838",
+               HARNESS_SLURM_DBD_PORT="6839", HARNESS_SLURM_DB_PORT="6840")
+    yield from _cluster(Path(os.environ.get("HARNESS_SLURM_2N_DIR", "/tmp/harness-slurm-2nodes")), env)

@@ -24,6 +24,7 @@ from harness.trainers.verl.script import (RAY_PORT_BLOCK, RAY_PORT_FIRST, RAY_PO
 
 pytestmark = pytest.mark.slurm
 
+REPO = Path(__file__).resolve().parents[2]  # on PYTHONPATH in the job, as in a run
 VENV = Path(os.environ.get("HARNESS_VERL_VENV") or Path.home() / ".cache" / "harness" / "verl-venv")
 
 STAND_IN = r"""
@@ -70,7 +71,7 @@ exec {python} "$@"
 def job_script(folder: Path, name: str, other: str, hold: float, python: Path, stand_in: Path) -> Path:
     verl_python = wrapper(folder, python, stand_in, name, other, hold)
     script = batch_script(run_name=name, command=main_ppo_command(str(verl_python), "ppo_trainer", ["a.b=1"]),
-                          env={"PYTHONPATH": str(folder)}, shape=Cluster(1, 1, "test"), python=str(verl_python),
+                          env={"PYTHONPATH": str(REPO)}, shape=Cluster(1, 1, "test"), python=str(verl_python),
                           data_spec=folder / "data.json", ray_port=None, log_hint="")
     path = folder / f"{name}.sh"
     path.write_text(script)

@@ -41,8 +41,11 @@ CASES = [
     (["experiment=dppo_moe_qwen3_30b", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2",
       "launcher.mem_gb=64"], "launcher.mem_gb=64 does not fit trainer.verl.offload=true for model=Qwen3-30B-A3B-Base"),
     (["precision=fp8_e2e"], "precision=fp8_e2e is not allowed with trainer.verl.strategy=fsdp"),
-    (["precision=fp32"], "precision=fp32 is not allowed with trainer=verl: verl's trainer attends with flash_attention_2, "
-     "which computes in fp16/bf16 only (the first update fails); one of bf16, fp16, fp8_rollout, fp8_e2e"),
+    (["precision=fp32"], "precision=fp32 is not allowed with trainer=verl: runs are set up for 16-bit compute only "
+     "(verl's mixed precision, vLLM's dtype; flash_attention_2 computes in fp16/bf16 only); one of bf16, fp16, "
+     "fp8_rollout, fp8_e2e"),
+    (["trainer.verl.attention=flash_attention_3"], "trainer.verl.attention='flash_attention_3' is not allowed: one of "
+     "sdpa, flash_attention_2"),
     (["precision=fp32", "trainer.verl.strategy=megatron"], "precision=fp32 is not allowed with trainer=verl"),
     (["trainer.verl.router_replay=R3"], "router_replay='R3' is not allowed for model=Qwen3-1.7B-Base"),
     (["model=Qwen3-30B-A3B-Base", "trainer.verl.router_replay=R3"],

@@ -8,7 +8,7 @@
   metrics.py     verl metrics -> harness namespaces        dry_run.py   --dry-run printing
   site.py        verl env, stage folder, offline, GPU memory  memory.py  the memory preflight's arithmetic
   staging.py     the stage folder's manifest               stage.py     `harness stage` (fetch once, share)
-  environment.py the verl environment probe at submission
+  environment.py the verl environment probe at submission  driver.py  the node's NVIDIA driver vs torch's CUDA (launch.sh)
   ray_resources.py  the CPUs verl reserves in Ray (the cpus_per_task preflight)
   prepare_data.py, verifier.py, reward.py: data in verl's format and the rule-based math reward.
 

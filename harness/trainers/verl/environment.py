@@ -2,8 +2,8 @@
 
 Asked at submission on the login node (the CLI's cluster checks), in a subprocess of that interpreter: it
 must import `verl` at VERL_VERSION and `ray` at a version verl's own metadata accepts, and have the packages
-the training engine loads (STRATEGY_PACKAGES: verl loads the actor with attn_implementation="flash_attention_2"
-by default, workers/config/model.py, and neither verl[vllm] nor vLLM installs flash-attn). Those are looked
+the run loads: the training engine's (STRATEGY_PACKAGES) and flash-attn when `trainer.verl.attention` is
+flash_attention_2 (neither verl[vllm] nor vLLM installs it; the default, sdpa, is torch's). Those are looked
 up, not imported: a login node without a GPU driver may not load their CUDA extensions. The answer is one
 line (ValueError), so a job never waits in the queue only to find `python3` without verl.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.site import site
 
@@ -20,10 +20,11 @@ PROBE_TIMEOUT_S = 180  # importing verl and ray on a busy login node
 
 # package to look up -> its pip name, per trainer.verl.strategy
 STRATEGY_PACKAGES = {
-    "fsdp": {"flash_attn": "flash-attn"},
-    "megatron": {"flash_attn": "flash-attn", "megatron.core": "megatron-core",
-                 "transformer_engine": "transformer-engine"},
+    "fsdp": {},
+    "megatron": {"megatron.core": "megatron-core", "transformer_engine": "transformer-engine"},
 }
+# package to look up -> its pip name, per trainer.verl.attention
+ATTENTION_PACKAGES = {"sdpa": {}, "flash_attention_2": {"flash_attn": "flash-attn"}}
 
 PROBE = """import json, sys
 from importlib import metadata, util
@@ -69,10 +70,9 @@ def probe(python: str, packages: Sequence[str] = ()) -> Dict[str, Any]:
     return json.loads(lines[-1])
 
 
-def check_environment(python: str, source: str, packages: Optional[Mapping[str, str]] = None,
-                      why: str = "") -> None:
+def check_environment(python: str, source: str, packages: Optional[Mapping[str, Tuple[str, str]]] = None) -> None:
     """ValueError (one line, naming where the interpreter was set) unless verl and ray are as expected and
-    every package of `packages` (module -> pip name, needed `why`) is installed."""
+    every package of `packages` (module -> (pip name, the setting that needs it)) is installed."""
     from packaging.requirements import Requirement
     from packaging.version import Version
 
@@ -92,8 +92,8 @@ def check_environment(python: str, source: str, packages: Optional[Mapping[str, 
                          f"{requirement}; {fix}")
     if found.get("missing"):
         name = found["missing"][0]
-        raise ValueError(f"the verl environment {python!r} lacks {packages[name]} (no module {name}), which {why} "
-                         f"needs; {fix}")
+        pip, why = packages[name]
+        raise ValueError(f"the verl environment {python!r} lacks {pip} (no module {name}), which {why} needs; {fix}")
 
 
 def check_runs(configs) -> None:
@@ -104,7 +104,15 @@ def check_runs(configs) -> None:
             continue
         options = verl_options(cfg)
         where = site(cfg, options)
-        if where.python and (where.python, options.strategy) not in seen:
-            seen.add((where.python, options.strategy))
-            check_environment(where.python, where.python_source, STRATEGY_PACKAGES.get(options.strategy, {}),
-                              f"trainer.verl.strategy={options.strategy}")
+        needs = required_packages(options)
+        if where.python and (where.python, tuple(needs)) not in seen:
+            seen.add((where.python, tuple(needs)))
+            check_environment(where.python, where.python_source, needs)
+
+
+def required_packages(options) -> Dict[str, Tuple[str, str]]:
+    """module -> (its pip name, the setting that needs it) for the run's strategy and attention."""
+    return {module: (pip, f"trainer.verl.{key}={setting}")
+            for key, table in (("strategy", STRATEGY_PACKAGES), ("attention", ATTENTION_PACKAGES))
+            for setting in [getattr(options, key)]
+            for module, pip in table.get(setting, {}).items()}

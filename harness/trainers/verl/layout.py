@@ -117,9 +117,9 @@ def check_rollout_parallel(cfg, options: VerlOptions, shape: Cluster) -> None:
 
 def precision(cfg, options: VerlOptions) -> Precision:
     name = cfg.precision.name
-    if name == "fp32":  # no attn_implementation in the overrides: verl's default (workers/config/model.py)
-        raise ValueError(f"precision=fp32 is not allowed with trainer=verl: verl's trainer attends with "
-                         f"flash_attention_2, which computes in fp16/bf16 only (the first update fails); one of "
+    if name == "fp32":
+        raise ValueError(f"precision=fp32 is not allowed with trainer=verl: runs are set up for 16-bit compute only "
+                         f"(verl's mixed precision, vLLM's dtype; flash_attention_2 computes in fp16/bf16 only); one of "
                          f"{', '.join(PRECISIONS)}")
     if name not in PRECISIONS:
         raise ValueError(f"precision={name!r} is not allowed with trainer=verl: one of {', '.join(PRECISIONS)}")

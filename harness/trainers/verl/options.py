@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, get_type_hints
 
 STRATEGIES = ("fsdp", "megatron")
 ROUTER_REPLAY = ("disabled", "R2", "R3")
+ATTENTIONS = ("sdpa", "flash_attention_2")
 
 
 @dataclass
@@ -32,6 +33,8 @@ class VerlOptions:
     strategy: str = "fsdp"  # training engine: fsdp | megatron (megatron for router replay, fp8_e2e)
     local_gpus: int = 8  # GPUs of this machine with launcher=local (Slurm runs use the launcher profile)
     local_gpu_memory_gb: Optional[float] = None  # launcher=local: one GPU's memory (the memory preflight)
+    attention: str = "sdpa"  # the actor's attention: sdpa (torch's, padded micro-batches) | flash_attention_2
+    # (packed sequences; needs flash-attn in the verl environment, which has no wheel for torch 2.11 / CUDA 13)
     rollout: str = "vllm"  # rollout engine (actor_rollout_ref.rollout.name)
     rollout_tensor_parallel: int = 1  # vLLM tensor-parallel size (must divide the GPUs per node)
     train_tensor_parallel: int = 1  # megatron only: tensor-model-parallel size of the trainer

@@ -140,7 +140,11 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     out: List[tuple] = [
         (f"{ar}.model.path", layout.model_path(cfg, o)),
         (f"{ar}.model.external_lib", PLUGIN_MODULE),
-        (f"{ar}.model.use_remove_padding", True),
+        # verl's default is flash_attention_2 (workers/config/model.py); its packed sequences (use_remove_padding)
+        # run through flash-attn's varlen kernels on fsdp, so sdpa trains on padded micro-batches. Megatron packs
+        # with TransformerEngine's attention, which needs no flash-attn.
+        (f"+{ar}.model.override_config.attn_implementation", o.attention),
+        (f"{ar}.model.use_remove_padding", megatron or o.attention == "flash_attention_2"),
         (f"{ar}.model.enable_gradient_checkpointing", True),
         ("data.train_files", [str(paths.train_file())]),
         ("data.val_files", [str(paths.eval_file(name)) for name in evals]),

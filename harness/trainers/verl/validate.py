@@ -17,7 +17,7 @@ from omegaconf import OmegaConf, open_dict
 from harness.config.errors import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import unsupported_reason
-from harness.trainers.verl.options import ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options
+from harness.trainers.verl.options import ATTENTIONS, ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options
 from harness.trainers.verl.memory import Model, Setup, refusal
 from harness.trainers.verl.presets import model_extras, parse_hub_ref
 from harness.trainers.verl.ray_resources import check_cpus
@@ -61,6 +61,7 @@ def _need(ok: bool, key: str, value, allowed: str) -> None:
 def _check_options(o: VerlOptions) -> None:
     v = "trainer.verl"
     _need(o.strategy in STRATEGIES, f"{v}.strategy", o.strategy, f"one of {', '.join(STRATEGIES)}")
+    _need(o.attention in ATTENTIONS, f"{v}.attention", o.attention, f"one of {', '.join(ATTENTIONS)}")
     _need(o.rollout in ROLLOUT_ENGINES, f"{v}.rollout", o.rollout, f"one of {', '.join(ROLLOUT_ENGINES)}")
     _need(o.router_replay in ROUTER_REPLAY, f"{v}.router_replay", o.router_replay, f"one of {', '.join(ROUTER_REPLAY)}")
     for key in ("rollout_tensor_parallel", "train_tensor_parallel", "expert_parallel", "micro_batch_per_gpu",
