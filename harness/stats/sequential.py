@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 from scipy import stats
 
 from harness.stats import inference
+from harness.stats.look_plan import looks
 
 
 def spent(t: float, alpha: float) -> float:
@@ -25,17 +26,6 @@ def spent(t: float, alpha: float) -> float:
         return 0.0
     t = min(1.0, t)
     return float(2.0 * stats.norm.sf(stats.norm.isf(alpha / 2.0) / t ** 0.5))
-
-
-def looks(per_round: int, max_seeds: int) -> List[int]:
-    """Seeds per arm at each look: per_round, 2·per_round, ... up to max_seeds (the first look at ≥ 2)."""
-    out = []
-    n = per_round
-    while n < max_seeds:
-        if n >= 2:
-            out.append(n)
-        n += per_round
-    return out + [max_seeds]
 
 
 def level(n: int, per_round: int, max_seeds: int, alpha: float) -> float:

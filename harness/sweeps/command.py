@@ -9,6 +9,8 @@ from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
+from harness.stats.grid_seeds import runs_per_seed
+from harness.stats.look_plan import looks
 from harness.sweeps.study_state import continue_refusal, hold_study, saved_state
 
 
@@ -85,17 +87,36 @@ def main(argv: List[str]) -> int:
 
 
 def _plan(spec, sweep_dir, jobs: list, user: List[str]) -> int:
-    """`--plan`: each grid's plan (every job of every grid validated by `prepare_jobs`); nothing started."""
+    """`--plan`: each grid's plan (every job of every grid validated by `prepare_jobs`); nothing started. A
+    `seeds: auto` study's plan is its first round's: the pilot's seeds, or the main seeds of its first look."""
     from harness.launchers.plan import launcher_for, print_plan  # hydra: not for the quick listing of the sweeps
 
     adaptive = spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user)
+    rounds = ""
+    if adaptive:
+        seeds, rounds = _first_round(spec)
+        sweep_dir, _, jobs = prepare_jobs(spec, [*user, f"seed={seeds}"], [])
     print(f"sweep {spec.name}: {len(jobs)} grid{'s' if len(jobs) != 1 else ''}, {sum(map(len, jobs))} jobs, "
-          f"into {sweep_dir}/ (each grid runs as one multirun, one after another)"
-          + ("; seeds: auto: these are its first round's jobs, later rounds add seeds as its design decides"
-             if adaptive else ""), flush=True)
+          f"into {sweep_dir}/ (each grid runs as one multirun, one after another){rounds}", flush=True)
     for index, grid in enumerate(jobs):
         print_plan(f"sweep {spec.name}, grid {index + 1} of {len(jobs)}", launcher_for(grid), grid, folder=sweep_dir)
     return 0
+
+
+def _first_round(spec):
+    """(the seeds of a `seeds: auto` study's first round as a seed= value, the line saying what follows)."""
+    design = spec.design
+    cap = design.max_seeds(runs_per_seed(spec.grids))
+    planned = looks(design.budget.per_round, cap)
+    later = (f"; later rounds add seeds up to {cap} per arm ({cap * runs_per_seed(spec.grids)} runs), looks at "
+             f"{', '.join(map(str, planned))}, as its design decides")
+    if design.pilot:
+        return (",".join(map(str, design.pilot.seeds)),
+                f"; seeds: auto: these are its pilot's jobs (seeds {', '.join(map(str, design.pilot.seeds))}, never "
+                f"tested: they size the main runs){later}")
+    first = design.main_seeds(0, planned[0])
+    return (f"range({first.start},{first.stop})",
+            f"; seeds: auto: these are its first round's jobs (seeds {first.start}..{first.stop - 1}){later}")
 
 
 def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:

@@ -85,3 +85,17 @@ def test_plan_of_a_named_sweep_shows_each_grid(run_harness):
     assert "grid 1 of 2" in proc.stdout and "grid 2 of 2" in proc.stdout
     assert proc.stdout.count("  jobs: ") == 2
     assert not (run_harness.root / "multirun").exists()
+
+
+def test_plan_of_an_adaptive_study_is_its_first_round(run_harness):
+    """seeds: auto: the plan lists the jobs its first round runs (the pilot's seeds, or the first look's main
+    seeds), not one job per grid, and says how far later rounds may go."""
+    pilot = run_harness("sweep", "claim4_relaxation", *TINY, "--plan")
+    assert pilot.returncode == 0, pilot.stderr[-2000:]
+    assert "these are its pilot's jobs (seeds 1720, 1721, 1722, 1723, 1724, 1725, 1726, 1727" in pilot.stdout
+    assert [int(n) for n in re.findall(r"^  jobs: (\d+)", pilot.stdout, re.M)] == [8, 8]  # each grid × 8 pilot seeds
+    first = run_harness("sweep", "claim5_drpo_vs_dppo", *TINY, "--plan")
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "first round's jobs (seeds 3000..3039); later rounds add seeds up to 80 per arm (160 runs)" in first.stdout
+    assert [int(n) for n in re.findall(r"^  jobs: (\d+)", first.stdout, re.M)] == [40, 40]
+    assert not (run_harness.root / "multirun").exists() and _runs(run_harness.root) == 0
