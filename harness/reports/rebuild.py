@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.config.errors import EXIT_BAD_INPUT
-from harness.reports.out_folder import check_report_out
+from harness.reports.out_folder import ReportsNotWritten, check_report_out
 from harness.reports.build import build_reports, collect_target
 from harness.reports.compare import build_compare, check_out
 from harness.reports.locate import TargetError, default_root, job_dirs, resolve, sweep_folders
@@ -99,6 +99,9 @@ def run(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
     except (TargetError, ValueError) as err:
         print(f"harness report: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ReportsNotWritten as err:
+        print(f"harness report: error: {err}", file=sys.stderr)
+        return EXIT_REPORT_FAILED
     for name, page in result.pages.items():
         print(f"{name:18s} {page}")
     for name, reason in result.skipped.items():
