@@ -15,7 +15,8 @@ from harness.reports.data import SweepData
 from harness.reports.local import collect_local
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
-from harness.reports.out_folder import ReportsNotWritten, disk_refusal
+from harness.launchers.folder_claims import FolderTaken
+from harness.reports.out_folder import ReportsNotWritten, check_report_owner, disk_refusal
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.render import render_page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
@@ -69,6 +70,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
                     log_parent: bool = True) -> BuildResult:
     """Build `kinds` (default: every kind whose data is present) from collected data."""
     out = Path(out_dir) if out_dir else default_out_dir(data)
+    check_report_owner(out, data.sweep_id)
     result = BuildResult(out)
     for name in default_kinds() if kinds is None else kinds:
         try:
@@ -149,7 +151,7 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         target = from_sweep_dir(sweep_dir, tracking_uri)
         try:
             result = build_reports(target, kinds)
-        except ReportsNotWritten:
+        except (ReportsNotWritten, FolderTaken):
             raise
         except Exception as err:  # boundary of the store (MLflow, HTTP, SQL: any failure): read the job folders
 
@@ -160,8 +162,8 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         for name, error in result.failed.items():
             log.warning("report %s of %s failed: %s", name, sweep_dir, error)
         return result.paths
-    except ReportsNotWritten as err:
-        log.warning("%s", err)
+    except (ReportsNotWritten, FolderTaken) as err:
+        log.warning("reports for %s not built: %s", sweep_dir, err)
         return []
     except Exception as err:  # the sweep-end callback: a report problem must never fail a finished sweep
         log.warning("reports for %s not built: %s\n%s", sweep_dir, err, traceback.format_exc())
