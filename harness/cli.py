@@ -111,8 +111,13 @@ def _run_tool(name: str, argv: List[str]) -> int:
     if name in TOOL_NOTICES and not listing and not any(a in ("-h", "--help") for a in argv):
         notice(f"{name}: {TOOL_NOTICES[name]}")
 
+    from harness.infra.paths import LoopedPath
+
     module, function = TOOLS[name][0].split(":")
-    return int(getattr(importlib.import_module(module), function)(argv) or 0)
+    try:
+        return int(getattr(importlib.import_module(module), function)(argv) or 0)
+    except LoopedPath as err:  # the output root or a folder given: the same line for every tool
+        return _fail(str(err))
 
 
 def _fail(message: str) -> int:

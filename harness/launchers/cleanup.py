@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from harness.infra.paths import check_no_loop, tools_output_root
 from harness.infra.claim import LOCK_FILE, FolderInUse, claim, held_by, release
 from harness.infra.run_record import live_job
 from harness.launchers.sweep_parent import job_statuses
@@ -184,7 +185,9 @@ def main(argv: List[str]) -> int:
     except ValueError as err:
         print(f"harness: error: {err}", file=sys.stderr)
         return 2
-    root = Path(args.root or os.environ.get("HARNESS_OUTPUT_ROOT") or ".").expanduser().resolve()
+    if args.root:
+        check_no_loop(args.root, f"--root {args.root}")
+    root = Path(args.root).expanduser().resolve() if args.root else tools_output_root()
     now = time.time()
     folders = [judge(f, older_than, now) for f in candidates(root)]
     print(f"clean: sweep and run folders under {root} (--older-than {args.older_than}); {MLFLOW_NOTE}")

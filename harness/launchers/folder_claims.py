@@ -6,7 +6,8 @@
   job (a re-run that skips what FINISHED); never a single run's folder;
 - `trainer.resume` only a run that no live process holds, whose checkpoint belongs to the folder (its
   recorded config digest is the folder's `config.yaml`'s, and no symlink leads out of the folder);
-- `report --out` only a new folder or one that holds reports already.
+- `report --out` only a new folder or one that holds reports already;
+- no run or sweep folder through a symlink loop (an output root inside one).
 
 Every refusal is a ValueError of one line; nothing is created or changed here. (`harness.infra.claim` keeps two
 processes out of one folder while they run.)"""
@@ -20,6 +21,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from harness.infra.claim import LOCK_FILE, FolderInUse, check_free, held_by
+from harness.infra.paths import check_no_loop
 from harness.infra.run_record import live_job
 from harness.infra.secrets import mask_tree
 from harness.tracking.params import changes_computation
@@ -60,6 +62,11 @@ def check_output_folders(jobs: Sequence, multirun: bool) -> None:
     # the command line's overrides: a launcher's job has its task overrides, Hydra keeps hydra.* ones apart
     hydra_overrides = OmegaConf.select(first.config, "hydra.overrides.hydra")  # as given: interpolations unresolved
     given = [*first.overrides, *(OmegaConf.to_container(hydra_overrides, resolve=False) if hydra_overrides else [])]
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    folder = OmegaConf.select(first.config, key)
+    if folder is not None:  # else Hydra's first mkdir fails with ELOOP, in a traceback
+        source = "" if _explicit(given, key) else f" (from output_root={OmegaConf.select(first.config, 'output_root')})"
+        check_no_loop(str(folder), f"{key}={folder}{source}")
     if not multirun:
         if _explicit(given, "hydra.run.dir"):
             _check_run_dir(Path(str(OmegaConf.select(first.config, "hydra.run.dir"))), first.spec)

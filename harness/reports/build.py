@@ -15,11 +15,14 @@ from harness.reports.data import SweepData
 from harness.reports.local import collect_local
 from harness.reports.locate import Target, TargetError, from_sweep_dir
 from harness.reports.missing import missing_jobs, missing_note
+from harness.launchers.folder_claims import FolderTaken
+from harness.reports.out_folder import ReportsNotWritten, check_report_owner, disk_refusal
 from harness.reports.page import HTML_NAME, MD_NAME, Page
 from harness.reports.render import render_page
 from harness.reports.registry import default_kinds, get_kind, list_kinds
 from harness.reports.verdict_tags import log_verdicts
 from harness.reports.verdicts import Verdict, gather, index_html, index_markdown
+from harness.infra.atomic_file import write_text_atomically
 from harness.infra.secrets import scrub
 
 log = logging.getLogger("harness")
@@ -67,11 +70,16 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
                     log_parent: bool = True) -> BuildResult:
     """Build `kinds` (default: every kind whose data is present) from collected data."""
     out = Path(out_dir) if out_dir else default_out_dir(data)
+    check_report_owner(out, data.sweep_id)
     result = BuildResult(out)
     for name in default_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
         except Exception as err:  # boundary of each kind's code: one broken report must not cost the others
+            refusal = disk_refusal(err, out)
+            if refusal:  # not this kind's fault, and the next one would meet the same disk
+                _drop_if_empty(out / name)
+                raise refusal from None
             result.failed[name] = f"{type(err).__name__}: {err}"
             log.warning("report %s failed: %s\n%s", name, err, traceback.format_exc())
             continue
@@ -82,8 +90,11 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     # The index lists every report in the folder, not only this build's: a partial rebuild (`--kind`) keeps
     # the others linked, locally and on the parent run.
     present = [k for k in list_kinds() if (out / k / HTML_NAME).is_file()]
-    result.verdicts = gather(out, present)
-    _write_index(data, result, out, present)
+    try:
+        result.verdicts = gather(out, present)
+        _write_index(data, result, out, present)
+    except OSError as err:
+        raise disk_refusal(err, out) or err from None
     parent_id = data.parent.run_id if data.parent else None
     if log_parent and parent_id and data.tracking_uri and log_to_parent(
             data.tracking_uri, parent_id, out, list(result.pages),
@@ -140,6 +151,8 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         target = from_sweep_dir(sweep_dir, tracking_uri)
         try:
             result = build_reports(target, kinds)
+        except (ReportsNotWritten, FolderTaken):
+            raise
         except Exception as err:  # boundary of the store (MLflow, HTTP, SQL: any failure): read the job folders
 
             log.warning("reports: MLflow not readable for %s (%s); using the job folders", sweep_dir, err)
@@ -149,9 +162,19 @@ def build_sweep_reports(sweep_dir, kinds: Optional[Sequence[str]] = None,
         for name, error in result.failed.items():
             log.warning("report %s of %s failed: %s", name, sweep_dir, error)
         return result.paths
+    except (ReportsNotWritten, FolderTaken) as err:
+        log.warning("reports for %s not built: %s", sweep_dir, err)
+        return []
     except Exception as err:  # the sweep-end callback: a report problem must never fail a finished sweep
         log.warning("reports for %s not built: %s\n%s", sweep_dir, err, traceback.format_exc())
         return []
+
+
+def _drop_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # not empty (a page built before), or not there
 
 
 def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequence[str]) -> None:
@@ -178,5 +201,5 @@ def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequ
     body = index_html(result.verdicts) + "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
     meta = f"{len(data.runs)} runs · data: {data.source}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / HTML_NAME).write_text(render_page(f"Reports of sweep {data.sweep_id}", meta, body))
-    (folder / "README.md").write_text("\n".join(lines) + "\n")
+    write_text_atomically(folder / HTML_NAME, render_page(f"Reports of sweep {data.sweep_id}", meta, body))
+    write_text_atomically(folder / "README.md", "\n".join(lines) + "\n")

@@ -8,12 +8,12 @@ output_root (or, for a relative output_root, the folder above `multirun/<date>/<
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from harness.infra.paths import tools_output_root
 from harness.config.yaml_errors import YAML_READ_ERRORS
 from harness.reports.history_sql import sqlite_path
 from harness.infra.run_record import run_id_of
@@ -41,7 +41,7 @@ class Target:
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("HARNESS_OUTPUT_ROOT") or ".").expanduser().resolve()
+    return tools_output_root()
 
 
 def natural_key(name: str) -> tuple:

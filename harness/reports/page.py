@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from harness.infra.atomic_file import write_atomically, write_text_atomically
 from harness.reports.data import Run, fmt
 from harness.reports.render import render_page
 from harness.reports.verdicts import Verdict, write_verdicts
@@ -74,9 +75,12 @@ class Page:
 
         filename, vector = f"{name}.png", f"{name}.{VECTOR}"
         box = "tight" if tight else None
-        fig.savefig(self.out_dir / filename, bbox_inches=box, pil_kwargs={"compress_level": 3})
-        fig.savefig(self.out_dir / vector, bbox_inches=box)
-        close(fig)
+        try:  # each file whole or not at all (a full disk leaves no empty PNG)
+            write_atomically(self.out_dir / filename, lambda tmp: fig.savefig(
+                tmp, format="png", bbox_inches=box, pil_kwargs={"compress_level": 3}))
+            write_atomically(self.out_dir / vector, lambda tmp: fig.savefig(tmp, format=VECTOR, bbox_inches=box))
+        finally:
+            close(fig)
         self.figures.append(filename)
         self.blocks.append(("fig", filename, caption, vector, _screen_width(self.out_dir / filename)))
         return filename
@@ -105,8 +109,8 @@ class Page:
             md += self._md(block) + [""]
         md += ["## Runs used", ""] + self._md_table(["run", "run id", "status"],
                                                    [[r.label, r.run_id, r.status] for r in runs])
-        (self.out_dir / HTML_NAME).write_text(page, encoding="utf-8")
-        (self.out_dir / MD_NAME).write_text("\n".join(md) + "\n", encoding="utf-8")
+        write_text_atomically(self.out_dir / HTML_NAME, page)
+        write_text_atomically(self.out_dir / MD_NAME, "\n".join(md) + "\n")
         write_verdicts(self.out_dir, self.verdicts)
         return [self.out_dir / HTML_NAME, self.out_dir / MD_NAME]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.config.errors import EXIT_BAD_INPUT
-from harness.reports.out_folder import check_report_out
+from harness.reports.out_folder import ReportsNotWritten, check_report_out
 from harness.reports.build import build_reports, collect_target
 from harness.reports.compare import build_compare, check_out
 from harness.reports.locate import TargetError, default_root, job_dirs, resolve, sweep_folders
 from harness.reports.verdicts import terminal_lines
-from harness.tracking.outage import apply_client_defaults
-from harness.tracking.store_check import check_store
+from harness.tracking.outage import apply_client_defaults, store_errors
+from harness.tracking.store_check import check_store, corruption_in
 
 EXIT_REPORT_FAILED = 1
 
@@ -95,10 +95,19 @@ def run(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
         target = resolve(args.target, args.tracking_uri, args.experiment, args.out)
         if target.tracking_uri:
             check_store(target.tracking_uri)
-        result = build_reports(target, kinds, history=args.history)
+        try:
+            result = build_reports(target, kinds, history=args.history)
+        except store_errors() as err:  # a store corrupt in pages the check did not read: one line too
+            fault = corruption_in(err, target.tracking_uri)
+            if fault is None:
+                raise
+            raise fault from None
     except (TargetError, ValueError) as err:
         print(f"harness report: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ReportsNotWritten as err:
+        print(f"harness report: error: {err}", file=sys.stderr)
+        return EXIT_REPORT_FAILED
     for name, page in result.pages.items():
         print(f"{name:18s} {page}")
     for name, reason in result.skipped.items():

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Sequence
 
+from harness.infra.atomic_file import write_text_atomically
+
 log = logging.getLogger("harness")
 FILE = "verdicts.json"
 
@@ -34,7 +36,7 @@ def write_verdicts(folder: Path, verdicts: Sequence[Verdict]) -> None:
     if not verdicts:
         path.unlink(missing_ok=True)  # a rebuilt page that no longer decides leaves no old verdict behind
         return
-    path.write_text(json.dumps([asdict(v) for v in verdicts], indent=1, ensure_ascii=False), encoding="utf-8")
+    write_text_atomically(path, json.dumps([asdict(v) for v in verdicts], indent=1, ensure_ascii=False))
 
 
 def read_verdicts(folder: Path) -> List[Verdict]:

@@ -22,7 +22,7 @@ from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
 from harness.tracking.outage import apply_client_defaults, describe, store_errors
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
-from harness.tracking.store_check import StoreFault, check_store
+from harness.tracking.store_check import StoreFault, check_store, corruption_in
 from harness.tracking.tags import STEP_TAG
 from harness.tracking.ui import runs_url
 
@@ -115,7 +115,9 @@ def fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list
     except BadInput:
         raise
     except store_errors() as err:  # the command's boundary: the store's errors, as one line
-        raise BadInput(f"tracking store {scrub(client.tracking_uri)} failed: {describe(err)}") from None
+        fault = corruption_in(err, client.tracking_uri)
+        raise BadInput(str(fault) if fault else f"tracking store {scrub(client.tracking_uri)} failed: {describe(err)}"
+                       ) from None
 
 
 def _fetch_runs(client, experiment: str, sweep: Optional[str]) -> Tuple[str, list, list]:

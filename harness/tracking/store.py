@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Optional, Tuple
 
 from omegaconf import DictConfig
 
+from harness.infra.paths import tools_output_root
 from harness.infra.locks import locked
 from harness.tracking.outage import apply_client_defaults, describe, warn_once
 from harness.tracking.params import scrub
@@ -25,7 +26,7 @@ LOCAL_LAUNCHERS = ("local", "local_parallel")  # jobs run in this process or its
 
 def default_root() -> Path:
     """Where tools look for the default store: HARNESS_OUTPUT_ROOT, else the current folder."""
-    return Path(os.environ.get("HARNESS_OUTPUT_ROOT") or ".").expanduser().resolve()
+    return tools_output_root()
 
 
 def default_uri(root: Optional[Path] = None) -> str:

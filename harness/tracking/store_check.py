@@ -1,12 +1,15 @@
 """Is a tracking store usable? Asked by the tools that read or serve a store (report, status, repair, sync,
 server) before MLflow is: a SQLite file that is not a database or is corrupt, a folder where the database
 should be, a server where nothing answers within a few seconds. Each is one line naming the store and what
-is wrong (`StoreFault`), instead of MLflow's tracebacks or its minutes of retries."""
+is wrong (`StoreFault`), instead of MLflow's tracebacks or its minutes of retries. A SQLite file corrupt only in
+pages the quick probe does not read is found when a query reaches them (`corruption_in`, at each tool's
+boundary), and said the same way."""
 from __future__ import annotations
 
 import socket
 import sqlite3
 from pathlib import Path
+from typing import Optional
 from urllib.parse import urlparse
 
 from harness.infra.secrets import scrub
@@ -50,20 +53,45 @@ def _check_sqlite(path: Path, uri: str) -> None:
     except OSError as err:
         raise StoreFault(f"tracking store {uri}: cannot read {path} ({err.strerror or err})") from None
     if header and header != SQLITE_HEADER:
-        raise StoreFault(f"tracking store {uri}: {path} is not a SQLite database (corrupt, or another kind of file)")
+        raise StoreFault(f"tracking store {uri}: {path} is not a SQLite database (corrupt, or another kind of file); "
+                         "move it aside and restore a backup, or give another store")
     if not header:
         return  # an empty file: SQLite and MLflow take it as a new database
     try:
         _probe(f"{path.resolve().as_uri()}?mode=ro")
     except sqlite3.DatabaseError as err:
         if not getattr(err, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
-            raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+            raise corrupt(uri, path, err) from None
         # A writer killed mid-transaction left a hot journal, which only a writable connection may roll back
         # (SQLite's own recovery, as MLflow's first connection would do it).
         try:
             _probe(path.resolve().as_uri())
         except sqlite3.DatabaseError as err:
-            raise StoreFault(f"tracking store {uri}: {path} is corrupt ({err})") from None
+            raise corrupt(uri, path, err) from None
+
+
+def corrupt(uri: str, path: Path, reason) -> StoreFault:
+    """The one line for a corrupt SQLite store: what is wrong and what to do."""
+    return StoreFault(f"tracking store {scrub(uri)}: {path} is corrupt ({reason}); move it aside and restore a "
+                      f"backup, or use another store (--tracking-uri or MLFLOW_TRACKING_URI); sqlite3 {path} .recover "
+                      "may save part of it")
+
+
+def corruption_in(err: BaseException, uri: Optional[str]) -> Optional[StoreFault]:
+    """The StoreFault of a SQLite store at `uri` when `err`, or an error it was raised from (SQLAlchemy and MLflow
+    wrap SQLite's), says the database is corrupt; else None."""
+    path = sqlite_path(uri) if uri else None
+    seen: Optional[BaseException] = err
+    while path is not None and seen is not None:
+        if isinstance(seen, sqlite3.DatabaseError) and _is_corruption(seen):
+            return corrupt(uri, path, seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _is_corruption(err: sqlite3.DatabaseError) -> bool:
+    name = getattr(err, "sqlite_errorname", "") or ""
+    return name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB" or "malformed" in str(err)
 
 
 def _probe(uri: str) -> None:

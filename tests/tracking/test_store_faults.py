@@ -138,3 +138,33 @@ def test_spooling_to_a_read_only_store_is_one_line_not_tracebacks(run_harness, r
     said = [line for line in terminal.splitlines() if "attempt to write a readonly database" in line]
     assert len(said) == 1, terminal[-3000:]
     assert "FINISHED" in proc.stdout and "python -m harness sync" in terminal
+
+
+@pytest.mark.slow  # the harness's command line in subprocesses (fast loop: README)
+def test_a_store_corrupt_in_its_middle_pages_is_one_line_saying_what_to_do(tmp_path):
+    """The quick probe reads the schema's pages only; garbage over the metric tables' pages is found when report
+    or status reaches them, and said in the same one line, with what to do."""
+    import sqlite3
+
+    from harness.reports.synthetic import FakeRun, write_sweep
+
+    store = tmp_path / "mlruns.db"
+    sweep = "2026-04-04/00-00-00-000000"
+    write_sweep(f"sqlite:///{store}", [FakeRun(objective="dppo", algo={"delta": d}, seed=s) for d in (0.1, 0.2)
+                                       for s in (0, 1)], sweep_id=sweep)
+    with sqlite3.connect(store) as connection:
+        page_size, = connection.execute("PRAGMA page_size").fetchone()
+        roots = [page for (page,) in connection.execute(
+            "SELECT rootpage FROM sqlite_master WHERE tbl_name IN ('metrics', 'latest_metrics') AND rootpage > 1")]
+    connection.close()
+    with open(store, "r+b") as handle:
+        for page in roots:
+            handle.seek((page - 1) * page_size)
+            handle.write(b"\xa5" * page_size)
+    check_store(f"sqlite:///{store}")  # what the probe reads is whole
+    uri = f"sqlite:///{store}"
+    for command in (("report", sweep, "--tracking-uri", uri, "--out", str(tmp_path / "reports")),
+                    ("status", "--tracking-uri", uri)):
+        one_line(harness(*command, cwd=tmp_path), f"{store} is corrupt (database disk image is malformed)",
+                 "restore a backup", f"sqlite3 {store} .recover")
+    assert not (tmp_path / "reports" / "index.html").exists()

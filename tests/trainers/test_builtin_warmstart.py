@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -171,3 +172,23 @@ def test_a_folder_in_the_entrys_place_is_one_warning_and_leaks_nothing(tokenizer
         assert stats["warmstart/cache_hit"] == 0
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{key}.pt", f".{key}.lock"])
     assert [r for r in caplog.records if "not written" in r.getMessage()], caplog.text
+
+
+def test_a_real_full_disk_is_one_warning_with_its_reason_and_keeps_no_byte(tokenizer, model_cfg, tmp_path, caplog):
+    from small_disk import fill, small_disk
+
+    task = build_task(dataset_cfg(difficulty=1))
+    key = warmstart_key(build_model(model_cfg, len(tokenizer), seed=0), tokenizer, task, _warm_cfg(steps=3), seed=0)
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        cache = disk / "cache"
+        cache.mkdir()
+        fill(disk)
+        free = shutil.disk_usage(disk).free
+        for _ in range(2):  # every later run finds the disk as full as before, not fuller
+            stats = warm_start(build_model(model_cfg, len(tokenizer), seed=0), tokenizer, task, _warm_cfg(steps=3),
+                               cache, seed=0)
+            assert stats["warmstart/cache_hit"] == 0
+            assert [p.name for p in cache.iterdir()] == [f".{key}.lock"]
+            assert shutil.disk_usage(disk).free == free
+    warnings = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(warnings) == 2 and all("No space left on device" in w for w in warnings), warnings

@@ -8,6 +8,7 @@ by everything that determines it, so sweeps pay for each warm start once.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -79,8 +80,12 @@ def _store(path: Path, model, stats: dict) -> None:
     """Write the entry whole (a temporary file renamed over it). Where it cannot be written (a full disk, a folder
     in its place), one warning says why and no temporary file is left: the run goes on with the model it trained."""
     temporary = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+    # Serialised in memory and written by Python: a full disk then reads "No space left on device", where torch's
+    # own file writer says only "[enforce fail at inline_container.cc] unexpected pos".
+    entry = io.BytesIO()
+    torch.save({"state_dict": model.state_dict(), "stats": stats}, entry)
     try:
-        torch.save({"state_dict": model.state_dict(), "stats": stats}, temporary)
+        temporary.write_bytes(entry.getbuffer())
         os.replace(temporary, path)
     except (OSError, RuntimeError) as err:
         temporary.unlink(missing_ok=True)
