@@ -14,7 +14,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
@@ -35,7 +35,8 @@ from harness.tracking.quiet import verbose
 from harness.tracking.store import mlflow_store
 from harness.tracking.ui import experiment_of_run
 from harness.trainers import build_trainer
-from harness.trainers.checkpoint import checkpoint_paths, checkpoint_step, resumed_run_id
+from harness.trainers.checkpoint import (CheckpointError, checkpoint_paths, checkpoint_step, find_checkpoint,
+                                         resumed_run_id)
 from harness.trainers.resume import resumed_spec
 
 log = logging.getLogger("harness")
@@ -133,11 +134,25 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
     result.experiment_id = getattr(tracker, "experiment_id", None)
 
 
-def _log_final_accuracy(tracker, run_dir: Path) -> None:
+def _log_final_accuracy(tracker, run_dir: Path, earlier: Optional[Tuple[Path, int]]) -> None:
     """The reports' final accuracy under its own name, so MLflow's columns rank runs as the reports do."""
-    final = final_accuracy(run_dir)
+    final = final_accuracy(run_dir, earlier)
     if final is not None:
         tracker.log_metrics({FINAL: final[1]}, step=final[0])
+
+
+def _resumed_from(spec, run_dir: Path) -> Optional[Tuple[Path, int]]:
+    """(the folder a run resumed from, its checkpoint's step) when that folder is not the run's own: the
+    evaluations before the checkpoint are there (a sweep resumed in place keeps them in its own record)."""
+    if not spec.trainer.get("resume") or spec.trainer.name != "builtin":
+        return None
+    try:
+        source = find_checkpoint(str(spec.trainer.resume)).parent.parent
+    except CheckpointError:
+        return None
+    if source.resolve() == Path(run_dir).resolve():
+        return None
+    return source, checkpoint_step(str(spec.trainer.resume))
 
 
 def _traceback_to_log_file(name: str, text: str, run_dir: Path) -> None:
@@ -240,9 +255,10 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
     try:
         if err is None:
             result.final_metrics, result.status = final, "FINISHED"
-            _log_final_accuracy(tracker, run_dir)
+            earlier = _resumed_from(run.spec, run_dir)
+            _log_final_accuracy(tracker, run_dir, earlier)
             _close(tracker, result, "FINISHED")
-            print(f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir)} -> {run_dir}"
+            print(f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir, earlier)} -> {run_dir}"
                   + (f" (mlflow run {result.run_id})" if result.run_id else ""), flush=True)
         elif isinstance(err, Pruned):
             result.status, result.error = "PRUNED", str(err)

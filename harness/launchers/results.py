@@ -37,26 +37,29 @@ def run_name(overrides) -> str:
     return ",".join(o for o in overrides if not o.startswith(NOT_IN_RUN_NAME))
 
 
-def finished_metrics(final_metrics: Optional[dict], run_dir: Path) -> str:
+def finished_metrics(final_metrics: Optional[dict], run_dir: Path, earlier: Optional[Tuple[Path, int]] = None) -> str:
     """The evaluation a finished run ends with, saying which number is which: `eval/accuracy (last evaluation)
-    0.625; mean of last 3 0.557 (the reports' final accuracy); greedy 0.92; best 0.656`."""
+    0.625; mean of last 3 0.557 (the reports' final accuracy); greedy 0.92; best 0.656`. `earlier`: see
+    final_accuracy."""
     shown = {k: v for k, v in (final_metrics or {}).items() if k.startswith("eval/") and k != FINAL}
     parts = []
     if EVAL in shown:
         parts.append(f"{EVAL} (last evaluation) {shown.pop(EVAL):.4g}")
-        final = final_accuracy(run_dir)
+        final = final_accuracy(run_dir, earlier)
         if final is not None:
             parts.append(f"mean of last {final[2]} {final[1]:.4g} (the reports' final accuracy)")
     parts += [f"{k[len('eval/'):].replace('_accuracy', '')} {v:.4g}" for k, v in shown.items()]
     return "; ".join(parts) or "no evaluation"
 
 
-def final_accuracy(run_dir: Path) -> Optional[Tuple[int, float, int]]:
+def final_accuracy(run_dir: Path, earlier: Optional[Tuple[Path, int]] = None) -> Optional[Tuple[int, float, int]]:
     """(the last evaluation's step, the mean of the last k evaluations, k): the reports' final accuracy, from
-    the run's own record; None with fewer than two evaluations."""
+    the run's own record; None with fewer than two evaluations. `earlier`: (the folder a run resumed from in
+    a new folder, its checkpoint's step): that folder's evaluations up to the checkpoint count too."""
     from harness.stats.collapse import EVAL_WINDOW as LAST_K  # the reports' window; numpy only at a run's end
 
-    evals = _eval_accuracies(run_dir / "metrics.jsonl")
+    before = _eval_accuracies(earlier[0] / "metrics.jsonl") if earlier else []
+    evals = [(step, v) for step, v in before if step <= earlier[1]] + _eval_accuracies(run_dir / "metrics.jsonl")
     if len(evals) < 2:
         return None
     window = [value for _, value in evals[-LAST_K:]]
