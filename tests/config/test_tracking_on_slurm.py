@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import run_cli
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import ConfigError, validate
 
 GPU = ["launcher=slurm", "launcher.profile=gpu_node"]

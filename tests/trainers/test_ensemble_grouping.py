@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.trainers.ensemble.grouping import member_bytes, plan, shape_key
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.builtin.trainer import BuiltinTrainer

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import tiny_model_cfg
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.errors import ConfigError
 from harness.config.validate import validate
 from harness.trainers.builtin.model import build_model

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import ConfigError, validate
 
 CASES = [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.trainers.verl.objective import NO_CAP
 from harness.trainers.verl.overrides import config_name

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.trainers.verl.trainer import VerlTrainer
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.trainers.verl.environment import STRATEGY_PACKAGES, VERL_VERSION, check_environment, check_runs
 from harness.trainers.verl.site import interpreter

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.tracking import open_tracker
 

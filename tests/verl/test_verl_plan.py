@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import validate
 from harness.trainers.verl.objective import NO_CAP, anchor_overrides, objective_spec
 from harness.trainers.verl.overrides import RunPaths, value, verl_overrides

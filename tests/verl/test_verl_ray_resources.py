@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config.compose import compose, preflight
+from harness.launchers.compose import compose, preflight
 from harness.config.validate import ConfigError, validate
 from harness.trainers.verl.layout import Cluster
 from harness.trainers.verl.plan import build_plan

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.validate import ConfigError, validate
 from harness.trainers.verl.plan import build_plan
 
