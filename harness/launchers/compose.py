@@ -24,6 +24,7 @@ from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.overrides import check_overrides, expand_sweep, fixed_overrides  # noqa: F401 (the CLI's)
 from harness.config.schema import register_schemas
 from harness.config.validate import validate
+from harness.trainers import checks_for
 
 if TYPE_CHECKING:
     from hydra.core.config_loader import ConfigLoader
@@ -80,7 +81,12 @@ def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Opti
                 loader: "Optional[ConfigLoader]" = None) -> Job:
     """One job composed (`compose_config`) and validated; ConfigError (one line) if it cannot run."""
     config = compose_config(overrides, multirun, sweep=sweep, loader=loader)
-    return Job(list(overrides), config, validate(task_config(config), overrides))
+    return Job(list(overrides), config, validated(task_config(config), overrides))
+
+
+def validated(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """The run config validated (harness/config/validate.py), with the checks its trainer registered."""
+    return validate(cfg, overrides, trainer_checks=checks_for)
 
 
 def task_config(full: DictConfig) -> DictConfig:

@@ -7,7 +7,8 @@ import pytest
 
 from harness.cli import run_cli
 from harness.launchers.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 
 GPU = ["launcher=slurm", "launcher.profile=gpu_node"]
 

@@ -231,7 +231,7 @@ def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypa
 
 def test_toy_experiments_compose_for_the_builtin_trainer():
     from harness.launchers.compose import compose
-    from harness.config.validate import validate
+    from harness.launchers.compose import validated as validate
 
     mismatch = validate(compose(["experiment=toy_mismatch"]))
     assert mismatch.trainer.name == "builtin" and mismatch.precision.name == "fp8_rollout"

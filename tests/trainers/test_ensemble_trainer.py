@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from harness.launchers.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.builtin.trainer import BuiltinTrainer
 from harness.trainers.ensemble import loop

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from harness.launchers.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.trainer import VerlTrainer
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]
