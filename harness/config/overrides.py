@@ -1,6 +1,5 @@
 """What the command line's overrides alone say, before anything is composed: the jobs of a grid (as Hydra's
-basic sweeper expands it) and the refusals that need no config (a parse error, a key given twice, the
-environment's knobs, a grid too large)."""
+basic sweeper expands it) and the overrides a multirun's own config is composed with."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +7,6 @@ from typing import List, Sequence
 
 from harness.config.compose_errors import parse_overrides
 from harness.config.errors import ConfigError
-from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 
 
 def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
@@ -34,12 +32,3 @@ def fixed_overrides(overrides: Sequence[str]) -> List[str]:
     """The overrides that are not sweeps (what Hydra composes a multirun's own config with)."""
     return [o.input_line for o in parse_overrides(overrides) if not o.is_sweep_override()]
 
-
-def check_overrides(overrides: Sequence[str], multirun: bool) -> None:
-    """What the command line alone can refuse (ConfigError, one line): an override that does not parse, a key
-    given twice, the environment's knobs, a grid too large to expand."""
-    parsed = parse_overrides(overrides)
-    refuse_duplicates(parsed)
-    check_environment()
-    if multirun:
-        check_grid_size(parsed)

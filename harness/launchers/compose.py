@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from omegaconf import DictConfig, open_dict
 
-from harness.config.compose_errors import describe_composition_error
+from harness.config.compose_errors import describe_composition_error, parse_overrides
 from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
-from harness.config.overrides import check_overrides, expand_sweep, fixed_overrides  # noqa: F401 (the CLI's)
+from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
+from harness.config.overrides import expand_sweep, fixed_overrides
 from harness.config.schema import register_schemas
 from harness.config.validate import validate
 from harness.trainers import checks_for
@@ -107,6 +108,16 @@ def composed_spec(overrides: Sequence[str]) -> DictConfig:
     """One run's validated config, in its own Hydra session (a resume's spec with only how-it-runs overrides)."""
     with hydra_session():
         return compose_job(overrides).spec
+
+
+def check_overrides(overrides: Sequence[str], multirun: bool) -> None:
+    """What the command line alone can refuse (ConfigError, one line): an override that does not parse, a key
+    given twice, the environment's knobs, a grid too large to expand."""
+    parsed = parse_overrides(overrides)
+    refuse_duplicates(parsed)
+    check_environment()
+    if multirun:
+        check_grid_size(parsed)
 
 
 def check_sweep_config(overrides: Sequence[str]) -> None:
