@@ -83,10 +83,10 @@ def wrap_trainer():
     wrap(ck.CheckpointWriter, "wait", "checkpoints")
     wrap(ck.CheckpointWriter, "_write", "checkpoint_write")  # flush + torch.save, on the writer's thread
 started = time.perf_counter()
-import harness.cli, harness.config.compose, harness.launchers.job, harness.tracking, harness.tracking.store
+import harness.cli, harness.launchers.compose, harness.launchers.job, harness.tracking, harness.tracking.store
 import harness.trainers, harness.tracking.tracker as tt
 acc["imports"] = time.perf_counter() - started
-wrap(harness.config.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
+wrap(harness.launchers.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
 wrap(harness.launchers.job, "open_tracker", "open_tracker")  # the job's own name for it (imported at module level)
 build_trainer = harness.launchers.job.build_trainer

@@ -33,7 +33,8 @@ BUDGET_S = 20.0
 HYDRA_SERIAL = """
 import sys
 from hydra import compose
-from harness.config.compose import expand_sweep, hydra_session
+from harness.config.overrides import expand_sweep
+from harness.launchers.compose import hydra_session
 jobs = expand_sweep(sys.argv[1:])
 with hydra_session():
     for job in jobs:

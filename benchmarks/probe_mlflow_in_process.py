@@ -29,8 +29,8 @@ IMPORT = "import time; t = time.perf_counter(); import mlflow; print(time.perf_c
 STEPS = r"""
 import json, sys, threading, time
 from pathlib import Path
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers import build_trainer
 uri, run_dir, cache, beside = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4] == "thread"

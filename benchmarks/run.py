@@ -263,8 +263,8 @@ def median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> 
 def bench_config(overrides: Sequence[str], output_root: Path, cache_dir: Path):
     """A validated run config, as `python -m harness <overrides>` would compose it."""
     sys.path.insert(0, str(REPO))
-    from harness.config.compose import compose
-    from harness.config.validate import validate
+    from harness.launchers.compose import compose
+    from harness.launchers.compose import validated as validate
 
     return validate(compose([f"output_root={output_root}", f"cache_dir={cache_dir}", *overrides]))
 

@@ -1,7 +1,7 @@
 """`python -m harness [run|multirun|algos] [hydra flags] [overrides]`.
 
 Hydra-native: overrides, `-m`, `--cfg job`, `--info` behave exactly as in Hydra. Before Hydra starts any
-job, every job of the run or sweep is composed by Hydra and validated (`harness.config.compose`), so a
+job, every job of the run or sweep is composed by Hydra and validated (`harness.launchers.compose`), so a
 bad value is refused with one line and exit code 2 before anything is created or submitted. The launch
 uses those configs: a job is composed and validated once. Heavy modules (torch, mlflow) are only imported
 by the job itself."""
@@ -26,7 +26,7 @@ TOOLS = {
     "server": ("harness.tracking.server:main", "start an MLflow tracking server for many writers"),
     "clean": ("harness.launchers.cleanup:main", "list old sweep/run folders whose runs all ended (--yes: delete)"),
     "algos": ("harness.cli:print_algos", "the objective library: families, parameters, defaults"),
-    "stage": ("harness.trainers.verl.stage:main", "fetch a verl run's model and datasets once into a shared folder"),
+    "stage": ("harness.launchers.stage_command:main", "fetch a verl run's model and datasets once into a shared folder"),
 }
 
 HELP = """usage: python -m harness [run|multirun] [overrides ...]     one run / a sweep of runs
@@ -168,8 +168,8 @@ def run_cli(argv: List[str]) -> int:
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv), multirun)
-    from harness.config.compose import check_overrides, check_sweep_config, preflight_jobs
     from harness.config.errors import ConfigError
+    from harness.launchers.compose import check_overrides, check_sweep_config, preflight_jobs
 
     try:
         check_overrides(args.overrides, multirun)  # parses, no key twice, the environment, the grid's size
@@ -246,12 +246,10 @@ def print_job_configs(jobs, multirun: bool) -> None:
     for a sweep: Hydra itself refuses --cfg with --multirun)."""
     from omegaconf import OmegaConf
 
-    from harness.config.compose import task_config
-
     for job in jobs:
         if multirun:
             sys.stdout.write(f"# job: {' '.join(job.overrides)}\n")
-        sys.stdout.write(OmegaConf.to_yaml(task_config(job.config)))
+        sys.stdout.write(OmegaConf.to_yaml(job.run_config))
     sys.stdout.flush()
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib
 import ipaddress
 import math
 import os
-from typing import Any, Callable, Iterator, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, Sequence, Tuple
 from urllib.parse import urlparse
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
@@ -33,9 +32,10 @@ SEED_LIMIT = 2**64  # torch.manual_seed takes at most 64 bits
 # run on this trainer could use, not ones that would keep the preflight busy for minutes.
 MAX_EVAL_SIZE = 100_000
 MAX_TRAIN_SIZE = 1_000_000
-# A trainer's own checks (they read its layout, site and memory model, which sit above config), named here as
-# `module:function` the way a Hydra `_target_` names a class, and imported only for configs that select it.
-TRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}
+# A trainer's own checks of a run config that selects it (raising ConfigError); they read its layout, site and
+# memory model, which sit above config, so the trainers register them (harness.trainers.checks_for) and the
+# layer that validates hands them in.
+TrainerChecks = Callable[[str], Iterable[Callable[[DictConfig], None]]]
 
 
 def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:
@@ -231,9 +231,10 @@ def _validate_algo(cfg: DictConfig) -> None:
             cfg.algo[key] = value
 
 
-def validate(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+def validate(cfg: DictConfig, overrides: Sequence[str] = (), *, trainer_checks: TrainerChecks) -> DictConfig:
     """Return the run config with shortcuts applied and every value checked (the input is not changed).
-    `overrides`: the job's command-line overrides, to refuse a shortcut that contradicts an explicit key."""
+    `overrides`: the job's command-line overrides, to refuse a shortcut that contradicts an explicit key;
+    `trainer_checks`: a trainer's name -> its own checks (harness.trainers.checks_for)."""
     cfg = copy.deepcopy(cfg)
     _refuse_unread_keys(cfg)
     _refuse_non_finite(cfg)
@@ -241,13 +242,6 @@ def validate(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     _validate_algo(cfg)
     _validate_run_sections(cfg)
     _validate_launcher(cfg)
-    _trainer_checks(cfg)
+    for check in trainer_checks(cfg.trainer.name):
+        check(cfg)
     return cfg
-
-
-def _trainer_checks(cfg: DictConfig) -> None:
-    """The checks a trainer adds for the configs that select it (TRAINER_CHECKS), looked up by name."""
-    target = TRAINER_CHECKS.get(cfg.trainer.name)
-    if target is not None:
-        module, _, function = target.partition(":")
-        getattr(importlib.import_module(module), function)(cfg)

@@ -19,9 +19,8 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm import tqdm
 
-from harness.config.compose import Job, describe_composition_error, task_config
 from harness.config.errors import ConfigError
-from harness.config.validate import validate
+from harness.launchers.compose import Job, compose_config, compose_job
 from harness.launchers.ensemble_run import run_ensemble
 from harness.launchers.launch_line import launch_line, write_job_list
 from harness.launchers.sweep_progress import Unit, units_of, watching
@@ -112,13 +111,11 @@ class HarnessLauncher(Launcher):
         return jobs
 
     def _compose(self, overrides: List[str]) -> Job:
+        """The job composed by the one composer (harness/launchers/compose.py) with the config loader Hydra
+        handed this launcher and the sweep's primary config, and validated."""
         assert self.hydra_context is not None and self.config is not None
         try:
-            config = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-        except Exception as err:  # Hydra's composition errors (several kinds): said in one line
-            raise Refused(describe_composition_error(err, overrides)) from None
-        try:
-            return Job(overrides, config, validate(task_config(config), overrides))
+            return compose_job(overrides, sweep=self.config, loader=self.hydra_context.config_loader)
         except ConfigError as err:
             raise Refused(str(err)) from None
 
@@ -213,7 +210,7 @@ class HarnessLauncher(Launcher):
 
     def _sweep_config(self, overrides: Sequence[str]) -> DictConfig:
         assert self.hydra_context is not None and self.config is not None
-        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        return compose_config(overrides, sweep=self.config, loader=self.hydra_context.config_loader)
 
     @staticmethod
     def _earlier_attempt(sweep_config: DictConfig, overrides: Sequence[str]) -> Optional[Path]:

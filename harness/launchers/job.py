@@ -19,7 +19,7 @@ from typing import Optional, Tuple
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from harness.config.validate import validate
+from harness.launchers.compose import validated
 from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import FolderInUse, claim, holds, release
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
@@ -121,7 +121,7 @@ def _validated(cfg: DictConfig, spec: Optional[DictConfig]) -> DictConfig:
     attempt composed again with `trainer.resume`) validated here."""
     if spec is not None:
         return spec
-    return validate(cfg, list(HydraConfig.get().overrides.task))
+    return validated(cfg, list(HydraConfig.get().overrides.task))
 
 
 def _close(tracker, result: JobResult, status: str, error: Optional[str] = None) -> None:

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from harness.config.compose import Job
+from harness.launchers.compose import Job
 from harness.config.profiles import profile_for
 from harness.launchers.base import HarnessLauncher, SequentialLauncher
 from harness.launchers.launch_line import grouping

@@ -7,7 +7,7 @@ from typing import List, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config.compose import Job
+from harness.launchers.compose import Job, composed_spec
 from harness.launchers.folder_claims import check_output_folders, check_resume_source
 from harness.config.profiles import check_partition, profile_for
 from harness.infra.refused import Refused
@@ -62,4 +62,4 @@ def _check_resumes(jobs: Sequence[Job]) -> None:
         for spec in specs:
             if spec.trainer.get("resume") and spec.trainer.name == "builtin":
                 check_resume_source(str(spec.trainer.resume))  # not running, and its checkpoint is its own
-        check_resumes(specs, [list(job.overrides) for job in jobs])
+        check_resumes(specs, [list(job.overrides) for job in jobs], composed_spec)

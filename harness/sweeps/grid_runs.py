@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from harness.config.compose import preflight_jobs
+from harness.launchers.compose import preflight_jobs
 from harness.config.flags import HARNESS_FLAGS
 from harness.launchers.sweep_progress import busy
 from harness.launchers.where import sweep_where

@@ -9,12 +9,10 @@ new run with `trainer.branch_from=<run folder>`: a new run folder and tracking r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config.compose import compose
-from harness.config.validate import validate
 from harness.tracking.params import NOT_HASHED, flatten, looks_secret
 from harness.trainers.checkpoint import CHECKPOINT_DIR, CheckpointError, find_checkpoint, load_checkpoint
 
@@ -94,9 +92,11 @@ def changed_keys(spec: DictConfig, default: DictConfig, overrides: Sequence[str]
     return sorted(k for k in set(mine) | set(resumed) if mine.get(k) != resumed.get(k) and set_by_user(k))
 
 
-def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequence[str]]]) -> None:
+def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequence[str]]],
+                  compose_spec: Callable[[Sequence[str]], DictConfig]) -> None:
     """Preflight of every job that resumes or branches (raises CheckpointError, one line). `jobs`: each
-    job's overrides, to tell the keys a user set from the defaults (None: compare with the stored spec)."""
+    job's overrides, to tell the keys a user set from the defaults (None: compare with the stored spec);
+    `compose_spec`: the launchers' composer of a validated spec from overrides (composing sits above trainers)."""
     for index, spec in enumerate(configs):
         given = [(key, spec.trainer.get(key.split(".")[1])) for key in SOURCE_KEYS]
         given = [(key, value) for key, value in given if value]
@@ -117,7 +117,7 @@ def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequenc
         if key != "trainer.resume":
             continue
         overrides = jobs[index] if jobs is not None and len(jobs) == len(configs) else None
-        default = resumed_spec(spec) if overrides is None else _default_spec(overrides)
+        default = resumed_spec(spec) if overrides is None else _default_spec(overrides, compose_spec)
         changed = changed_keys(spec, default, overrides or ())
         if changed:
             run = run_folder(str(source))
@@ -129,8 +129,7 @@ def check_resumes(configs: Sequence[DictConfig], jobs: Optional[Sequence[Sequenc
                                   f"a new run from its checkpoint with trainer.branch_from={source}")
 
 
-def _default_spec(overrides: Sequence[str]) -> DictConfig:
+def _default_spec(overrides: Sequence[str], compose_spec: Callable[[Sequence[str]], DictConfig]) -> DictConfig:
     """The spec of the same job given only its how-it-runs overrides (what a plain resume composes)."""
-    kept = [o for o in overrides if _how_it_runs(_override_key(o))]
-    return validate(compose(kept))
+    return compose_spec([o for o in overrides if _how_it_runs(_override_key(o))])
 

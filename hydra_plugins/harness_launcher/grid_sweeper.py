@@ -15,7 +15,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config.compose import expand_sweep
+from harness.config.overrides import expand_sweep
 from harness.config.errors import ConfigError
 from harness.config.flags import plan_only
 from harness.infra.refused import Refused

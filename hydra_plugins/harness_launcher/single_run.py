@@ -11,7 +11,8 @@ from hydra.core.utils import JobReturn, configure_log, run_job, setup_globals
 from hydra.types import HydraContext
 from omegaconf import DictConfig
 
-from harness.config.compose import CONFIG_NAME, hydra_session
+from harness.config.names import CONFIG_NAME
+from harness.launchers.compose import hydra_session
 from harness.launchers.job import run_job as task
 
 

@@ -83,7 +83,7 @@ BAD = [
 @pytest.fixture(scope="module")
 def hydra_imported():
     """Hydra's imports and first composition, paid once: not part of any refusal's time."""
-    from harness.config.compose import compose
+    from harness.launchers.compose import compose
 
     compose([])
 

@@ -7,8 +7,9 @@ import pytest
 import yaml
 
 from harness.algorithms import default_params, list_objectives, validate_params
-from harness.config.compose import compose, expand_sweep, preflight
-from harness.config.validate import validate
+from harness.config.overrides import expand_sweep
+from harness.launchers.compose import compose, preflight
+from harness.launchers.compose import validated as validate
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ["model", "dataset", "precision", "algo", "trainer", "launcher", "tracking", "experiment", "debug"]

@@ -17,9 +17,8 @@ def counted(monkeypatch):
     """How often Hydra composed a config (and from where), and how often a config was validated."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
-    import harness.config.compose as compose
+    import harness.launchers.compose as compose
     import harness.config.validate as validate_module
-    import harness.launchers.base as launcher_base
 
     counts = collections.Counter()
     load, validate = ConfigLoaderImpl.load_configuration, validate_module.validate
@@ -35,7 +34,6 @@ def counted(monkeypatch):
     monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting_load)
     monkeypatch.setattr(validate_module, "validate", counting_validate)
     monkeypatch.setattr(compose, "validate", counting_validate)
-    monkeypatch.setattr(launcher_base, "validate", counting_validate)
     return counts
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-import harness.config.compose as compose
+import harness.launchers.compose as compose
 from harness.config.errors import ConfigError
 
 pytestmark = pytest.mark.slow  # spawns pools and composes each grid twice: about 26 s in all
@@ -47,7 +47,7 @@ def test_pool_refuses_the_first_bad_job_with_the_serial_line(monkeypatch):
 
 def test_a_main_that_cannot_be_spawned_falls_back_to_this_process():
     """A script read from stdin has no file a spawned worker could import as __main__."""
-    script = ("from harness.config.compose import preflight_jobs\n"
+    script = ("from harness.launchers.compose import preflight_jobs\n"
               "jobs = preflight_jobs(['seed=range(0,30)'], multirun=True)\n"
               "print(len(jobs), jobs[29].spec.seed)\n")
     done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300)

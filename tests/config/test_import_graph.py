@@ -100,7 +100,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_the_graph_sees_function_level_and_relative_imports():
     graph = import_graph()
-    assert "harness.config.compose" in graph["harness.cli"]  # imported inside run_cli
+    assert "harness.launchers.compose" in graph["harness.cli"]  # imported inside run_cli
     assert "harness.config.schema" in graph["harness.config.profiles"]
 
 

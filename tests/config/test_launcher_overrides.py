@@ -2,7 +2,7 @@
 (`+launcher.additional_parameters.<option>=`) are added to the profile's."""
 from __future__ import annotations
 
-from harness.config.compose import compose
+from harness.launchers.compose import compose
 from harness.config.profiles import profile_for, submitit_parameters
 
 

@@ -31,7 +31,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def hydra_imported():
-    from harness.config.compose import compose
+    from harness.launchers.compose import compose
 
     compose([])
 
@@ -61,7 +61,7 @@ def test_yes_lets_a_large_grid_through_the_count(capsys, tmp_path, monkeypatch, 
 
 
 def test_a_shape_that_fits_is_accepted(capsys, monkeypatch, hydra_imported):
-    from harness.config.compose import preflight
+    from harness.launchers.compose import preflight
 
     spec, = preflight(["model.hidden_size=256", "model.num_layers=4", "trainer.max_new_tokens=64"], False)
     assert spec.model.hidden_size == 256 and machine_memory_bytes() > 2**30

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import run_cli
-from harness.config.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 
 GPU = ["launcher=slurm", "launcher.profile=gpu_node"]
 

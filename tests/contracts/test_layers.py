@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,73 @@ def in_function_imports(root: Path = REPO) -> dict:
             if lines:
                 found[str(path.relative_to(root))] = sorted(lines)
     return found
+
+
+MODULE_NAME = re.compile(r"harness(\.\w+)+(:\w+)?")  # a module, or `module:attribute` as Hydra's _target_
+
+
+def layer_order(root: Path = REPO) -> dict:
+    """layer name -> its height (0: the top), from the layers contract in pyproject.toml."""
+    contract = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    return {name.strip(): len(contract["layers"]) - height
+            for height, layer in enumerate(contract["layers"]) for name in layer.split(":")}
+
+
+def _named_modules(tree: ast.AST) -> list:
+    """(line, module) of each string in `tree` that names a harness module (docstrings aside), and of each
+    f-string whose fixed start names a package (`f"harness.reports.kinds.{name}"`)."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    found = []
+    for node in ast.walk(tree):
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            text = node.value if MODULE_NAME.fullmatch(node.value) else None
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            head = str(node.values[0].value)
+            text = head.rstrip(".") if head.startswith("harness.") and head.endswith(".") else None
+        if text:
+            found.append((node.lineno, text.partition(":")[0]))
+    return found
+
+
+def reaches_up_by_name(root: Path = REPO) -> list:
+    """'file:line -> module' for each module named by a string (importlib, a registry of `module:function`)
+    in a layer below the module's: the layers contract reads import statements only."""
+    heights = layer_order(root)
+    found = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        parts = path.relative_to(root / "harness").with_suffix("").parts
+        mine = heights.get(parts[0])
+        if mine is None:
+            continue
+        for line, module in sorted(_named_modules(ast.parse(path.read_text(encoding="utf-8")))):
+            target = root.joinpath(*module.split("."))
+            if not (target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()):
+                continue  # not a module (a tag such as harness.config_hash)
+            theirs = heights.get(module.split(".")[1])
+            if theirs is not None and theirs > mine:
+                found.append(f"{path.relative_to(root)}:{line} -> {module}")
+    return found
+
+
+def test_no_layer_reaches_up_by_a_module_name():
+    """importlib and registries of import paths are imports the contract cannot see: none points up (a
+    trainer's own checks are registered by the trainers and handed to validation, harness/trainers/__init__.py)."""
+    assert reaches_up_by_name() == []
+
+
+def test_a_module_named_up_a_layer_is_found(tmp_path):
+    """The check finds a lower layer that names a higher one's module for importlib (checked on a copy)."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "harness", copy / "harness")
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    culprit = copy / "harness" / "config" / "validate.py"
+    culprit.write_text(culprit.read_text() + '\nTRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}\n'
+                       'KINDS = f"harness.reports.kinds.{1}"\n')
+    found = reaches_up_by_name(copy)
+    assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate", "harness.reports.kinds"], found
 
 
 def test_the_layers_contract_holds():

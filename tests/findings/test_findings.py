@@ -218,7 +218,7 @@ def test_quick_findings_run_every_claim_end_to_end(run_harness):
 def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypatch):
     """`python -m harness sweep claim6_bandpo 'seed=range(0,10)'`: a sweep-valued override replaces the
     file's seed axis (and is validated like every other job before anything runs)."""
-    from harness.config.compose import expand_sweep
+    from harness.config.overrides import expand_sweep
     from harness.sweeps.grid_runs import prepare
     from harness.reports.sweep_spec import load_sweep
 
@@ -230,8 +230,8 @@ def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypa
 
 
 def test_toy_experiments_compose_for_the_builtin_trainer():
-    from harness.config.compose import compose
-    from harness.config.validate import validate
+    from harness.launchers.compose import compose
+    from harness.launchers.compose import validated as validate
 
     mismatch = validate(compose(["experiment=toy_mismatch"]))
     assert mismatch.trainer.name == "builtin" and mismatch.precision.name == "fp8_rollout"

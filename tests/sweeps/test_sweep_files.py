@@ -72,7 +72,7 @@ def test_values_are_never_spliced_into_overrides(sweeps):
     (sweeps / "commas.yaml").write_text('hypothesis: h\nreports: [overview]\nexperiment_name: "e1,e2"\n'
                                         "grids:\n  - algo: dppo\n    trainer.progress: [\"a,b\", \"it's\"]\n")
     spec = load_sweep("commas")
-    from harness.config.compose import expand_sweep
+    from harness.config.overrides import expand_sweep
 
     jobs = expand_sweep([*spec.common_overrides(), *spec.grid_overrides()[0]])
     assert len(jobs) == 2, jobs  # two values of one axis; the experiment name is one value

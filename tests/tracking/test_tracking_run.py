@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking import MlflowTracker, open_tracker
 from harness.trainers.checkpoint import resumed_run_id
 from tracking_helpers import runs_of, wait_until

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.builtin.trainer import BuiltinTrainer
 from harness.trainers.ensemble import loop

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from harness.algorithms import aggregate, compute_advantages
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
 from harness.trainers.builtin.precision import training_forward
 from harness.trainers.builtin.rollout import completions_text

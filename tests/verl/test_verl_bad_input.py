@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 
 CASES = [
     (["model.path=/nonexistent/Qwen3-8B-Base"], "model.path='/nonexistent/Qwen3-8B-Base' does not exist"),

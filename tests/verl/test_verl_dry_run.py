@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from harness.config.compose import preflight
+from harness.launchers.compose import preflight
 from harness.trainers import TRAINERS
 from harness.trainers.verl.dry_run import print_plans
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.trainer import VerlTrainer
 
 pytestmark = [pytest.mark.verl, pytest.mark.slow]

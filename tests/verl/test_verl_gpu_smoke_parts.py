@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking import open_tracker
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.memory import (Model, Setup, activations_gb, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
                                           training_gb)
 from harness.trainers.verl.overrides import RunPaths, verl_overrides

@@ -7,8 +7,8 @@ import json
 import pytest
 from mlflow import MlflowClient
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking import open_tracker
 from harness.trainers.verl.metrics import MetricsFollower, translate
 from harness.trainers.verl.trainer import VerlTrainer

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.objective import NO_CAP, anchor_overrides, objective_spec
 from harness.trainers.verl.overrides import RunPaths, value, verl_overrides
 from harness.trainers.verl.plan import build_plan

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.plan import build_plan
 from harness.trainers.verl.prepare_data import prepare
 from harness.trainers.verl.presets import PROMPT

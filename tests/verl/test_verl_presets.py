@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.options import VerlOptions
 from harness.trainers.verl.presets import DATASETS, MODELS
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.config.compose import compose, preflight
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose, preflight
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.layout import Cluster
 from harness.trainers.verl.plan import build_plan
 from harness.trainers.verl.ray_resources import (POOL_CPUS_PER_GPU, TQ_STORAGE_UNITS, TQ_STORAGE_UNITS_KEY, check_cpus,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.plan import build_plan
 from harness.trainers.verl.script import STOP_RAY
 

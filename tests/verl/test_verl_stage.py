@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import ConfigError, validate
+from harness.launchers.compose import compose
+from harness.config.errors import ConfigError
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.plan import build_plan
 
 HUB_DATA = ("open-r1/DAPO-Math-17k-Processed", "HuggingFaceH4/aime_2024", "MathArena/aime_2025")

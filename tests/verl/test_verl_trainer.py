@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking import open_tracker
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.checkpoint import resumed_run_id

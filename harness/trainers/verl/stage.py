@@ -16,9 +16,11 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-from harness.config.compose import compose, expand_sweep
+from omegaconf import DictConfig
+
+from harness.config.overrides import expand_sweep
 from harness.config.errors import EXIT_BAD_INPUT
 from harness.config.validate import ConfigError
 from harness.trainers.verl import layout
@@ -35,7 +37,10 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> int:
     return code
 
 
-def wanted(overrides: List[str]) -> Tuple[List[str], List[str], Optional[Path]]:
+Compose = Callable[[List[str]], DictConfig]  # a job's run config from its overrides (harness/launchers/compose.py)
+
+
+def wanted(overrides: List[str], compose: Compose) -> Tuple[List[str], List[str], Optional[Path]]:
     """(model references, dataset references, the profile's stage folder) of every job of the overrides."""
     models, datasets, stage_dir = [], [], None
     for job in expand_sweep(overrides):
@@ -113,7 +118,9 @@ def stage(models: List[str], datasets: List[str], stage_dir: Path, mirror: Optio
     return report
 
 
-def main(argv: List[str]) -> int:
+def main(argv: List[str], compose: Compose) -> int:
+    """The command; `compose`: the launchers' composer (composing sits above the trainers, harness/cli.py
+    hands it in)."""
     parser = argparse.ArgumentParser(prog="python -m harness stage", description=__doc__.split("\n\n")[0])
     parser.add_argument("--to", help="the shared stage folder (default: the launcher profile's stage_dir)")
     parser.add_argument("--from", dest="mirror", help="copy hub references from this local mirror (<org>/<name>)")
@@ -121,7 +128,7 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
 
     try:
-        models, datasets, profile_dir = wanted(args.overrides)
+        models, datasets, profile_dir = wanted(args.overrides, compose)
     except (ConfigError, ValueError) as err:
         return _fail(str(err).splitlines()[0])
     target = Path(os.path.expanduser(args.to)).absolute() if args.to else profile_dir

@@ -1,9 +1,9 @@
 """`validate_verl(cfg)`: refuse a trainer=verl run that cannot work, before anything is submitted.
 
-Called by `harness.config.validate.validate` on every composed config with trainer=verl (the CLI's
-preflight, and again in the job). Checks the verl options, the objective, the cluster and batch layout,
-the precision, the model checkpoint and the data files, then writes the completed `trainer.verl` options
-back into the config (so the recorded spec shows every value). One line per problem (`ConfigError`).
+Registered in `harness.trainers.CHECKS` and run by `harness.config.validate.validate` on every composed config
+with trainer=verl (the CLI's preflight, and again in the job). Checks the verl options, the objective, the
+cluster and batch layout, the precision, the model checkpoint and the data files, then writes the completed
+`trainer.verl` options back into the config (so the recorded spec shows every value). One line per problem (`ConfigError`).
 """
 from __future__ import annotations
 

@@ -1,27 +1,34 @@
-"""Compose run configs with Hydra where no launcher does it: a single run, `--cfg job`, a named sweep's grids.
+"""The one composer: every job's config, for every path (a sweep's launcher, a single run, `--cfg job`, a named
+sweep's check of its grids, a resume's default spec, `harness stage`), is composed by Hydra's config loader in
+`compose_config` and validated in `compose_job`.
 
-`preflight_jobs(overrides, multirun)` expands a sweep exactly as Hydra's basic sweeper does, composes every
-job's config with Hydra (one initialization for all of them) and validates it. In a multirun, the launcher
-composes each job instead (`harness.launchers.base.HarnessLauncher.prepare`). Hydra's multi-line composition
-and parse errors become one-line `ConfigError`s that suggest the nearest valid name
-(`harness.config.compose_errors`)."""
+A launcher composes each job of its sweep as Hydra's launchers do (hydra-submitit-launcher in `launch()`): the
+config loader Hydra handed it and the sweep's primary config (`load_sweep_config`). Where no launcher runs
+(a single run, a grid checked before its multirun starts), `hydra_session` initializes Hydra on the harness's
+configs and the job is composed from its overrides alone, as Hydra's `run` composes the command line's.
+Hydra's multi-line composition and parse errors become one-line `ConfigError`s that suggest the nearest valid
+name (`harness.config.compose_errors`)."""
 from __future__ import annotations
 
 import contextlib
 import copy
-import itertools
 import os
 from dataclasses import dataclass
-from typing import Iterator, List, Sequence
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from omegaconf import DictConfig, open_dict
 
-from harness.config.errors import ConfigError
-from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 from harness.config.compose_errors import describe_composition_error, parse_overrides
+from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
+from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
+from harness.config.overrides import expand_sweep, fixed_overrides
 from harness.config.schema import register_schemas
 from harness.config.validate import validate
+from harness.trainers import checks_for
+
+if TYPE_CHECKING:
+    from hydra.core.config_loader import ConfigLoader
 
 JOB_NAME = "job"  # hydra.job.name: Hydra names it after the task function's module, harness/launchers/job.py
 
@@ -34,24 +41,10 @@ class Job:
     config: DictConfig
     spec: DictConfig
 
-
-def expand_sweep(overrides: Sequence[str]) -> List[List[str]]:
-    """The override list of every job in a sweep, in the order of Hydra's basic sweeper: the cartesian product
-    of each override's values (a choice sweep `a,b`, `range(...)`, `glob(...)`), the last key varying fastest."""
-    axes = []
-    for override in parse_overrides(overrides):
-        key = override.get_key_element()
-        if not override.is_sweep_override():
-            axes.append([f"{key}={override.get_value_element_as_str()}"])
-        elif override.is_discrete_sweep():
-            values = [f"{key}={value}" for value in override.sweep_string_iterator()]
-            if not values:
-                raise ConfigError(f"{key} has an empty sweep: give at least one value")
-            axes.append(values)
-        else:
-            raise ConfigError(f"{override.input_line}: an interval sweep needs sweeper=optuna (a grid takes "
-                              "values: a,b,c or range(start,stop,step))")
-    return [list(job) for job in itertools.product(*axes)]
+    @property
+    def run_config(self) -> DictConfig:
+        """The composed config without its `hydra` node (what `--cfg job` prints)."""
+        return task_config(self.config)
 
 
 @contextlib.contextmanager
@@ -64,25 +57,37 @@ def hydra_session() -> Iterator[None]:
         yield
 
 
-def compose_in_session(overrides: Sequence[str], multirun: bool = False) -> DictConfig:
-    """One job's config with its `hydra` node, as Hydra's launcher composes it (`load_sweep_config`: a sweep's
-    job is composed in RUN mode with `hydra.mode=MULTIRUN`); inside `hydra_session`."""
-    from hydra import compose as hydra_compose
+def compose_config(overrides: Sequence[str], multirun: bool = False, *, sweep: Optional[DictConfig] = None,
+                   loader: "Optional[ConfigLoader]" = None) -> DictConfig:
+    """One job's config with its `hydra` node, composed by Hydra's config loader (`loader`; default: the one
+    `hydra_session` or Hydra's main initialized). `sweep`: the sweep's primary config, the job composed as
+    Hydra's launchers compose one (`load_sweep_config`: the sweep's hydra overrides, then the job's, in RUN
+    mode, with the sweep's resolver cache). Without it, from the overrides alone (`multirun`: a sweep's job,
+    `hydra.mode=MULTIRUN`, what Hydra's command line adds). ConfigError (one line) if Hydra cannot."""
+    from hydra.core.global_hydra import GlobalHydra  # Hydra loads when a job is composed (the sweep list needs none)
+    from hydra.types import RunMode
 
-    mode = "hydra.mode=MULTIRUN" if multirun else "hydra.mode=RUN"  # what Hydra's command line adds
+    loader = loader or GlobalHydra.instance().config_loader()
     try:
-        return hydra_compose(config_name=CONFIG_NAME, overrides=[*overrides, mode], return_hydra_config=True)
+        if sweep is not None:
+            return loader.load_sweep_config(sweep, list(overrides))
+        mode = "hydra.mode=MULTIRUN" if multirun else "hydra.mode=RUN"
+        return loader.load_configuration(config_name=CONFIG_NAME, overrides=[*overrides, mode],
+                                         run_mode=RunMode.RUN, from_shell=False)
     except Exception as err:  # Hydra's composition errors (several kinds, some OmegaConf's): said in one line
         raise ConfigError(describe_composition_error(err, overrides)) from None
 
 
-def compose(overrides: Sequence[str]) -> DictConfig:
-    """One run's config (without the `hydra` node), composed by Hydra; errors as one-line ConfigErrors."""
-    with hydra_session():
-        cfg = compose_in_session(overrides)
-    with open_dict(cfg):
-        del cfg["hydra"]
-    return cfg
+def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Optional[DictConfig] = None,
+                loader: "Optional[ConfigLoader]" = None) -> Job:
+    """One job composed (`compose_config`) and validated; ConfigError (one line) if it cannot run."""
+    config = compose_config(overrides, multirun, sweep=sweep, loader=loader)
+    return Job(list(overrides), config, validated(task_config(config), overrides))
+
+
+def validated(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
+    """The run config validated (harness/config/validate.py), with the checks its trainer registered."""
+    return validate(cfg, overrides, trainer_checks=checks_for)
 
 
 def task_config(full: DictConfig) -> DictConfig:
@@ -91,6 +96,18 @@ def task_config(full: DictConfig) -> DictConfig:
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
+
+
+def compose(overrides: Sequence[str]) -> DictConfig:
+    """One run's config (without the `hydra` node), not validated, in its own Hydra session (`harness stage`)."""
+    with hydra_session():
+        return task_config(compose_config(overrides))
+
+
+def composed_spec(overrides: Sequence[str]) -> DictConfig:
+    """One run's validated config, in its own Hydra session (a resume's spec with only how-it-runs overrides)."""
+    with hydra_session():
+        return compose_job(overrides).spec
 
 
 def check_overrides(overrides: Sequence[str], multirun: bool) -> None:
@@ -107,15 +124,14 @@ def check_sweep_config(overrides: Sequence[str]) -> None:
     """The sweep-level config Hydra composes before its sweeper starts (the overrides that are not sweeps),
     composed here so that what Hydra would fail on is refused in one line (ConfigError). Jobs are composed by
     the launcher."""
-    fixed = [o.input_line for o in parse_overrides(overrides) if not o.is_sweep_override()]
     with hydra_session():
-        compose_in_session(fixed, multirun=True)
+        compose_config(fixed_overrides(overrides), multirun=True)
 
 
 def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
-    """Every job of a run or sweep, composed by Hydra and validated; ConfigError (one line) for the first
-    that cannot run. Used where no launcher composes them: a single run, `--cfg job`, a named sweep's check
-    of all its grids before the first starts."""
+    """Every job of a run or sweep, composed and validated; ConfigError (one line) for the first that cannot
+    run. Used where no launcher composes them: a single run, `--cfg job`, a named sweep's check of all its
+    grids before the first starts."""
     check_overrides(overrides, multirun)
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
@@ -129,12 +145,12 @@ def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
         except BrokenProcessPool:  # e.g. a __main__ a spawned process cannot import (a script read from stdin)
             pass
     with hydra_session():
-        return [_compose_job(job, multirun) for job in jobs]
+        return [compose_job(job, multirun) for job in jobs]
 
 
-def _compose_job(job: List[str], multirun: bool) -> Job:
-    full = compose_in_session(job, multirun)
-    return Job(list(job), full, validate(task_config(full), job))
+def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
+    """The validated run config of every job of a run or sweep."""
+    return [job.spec for job in preflight_jobs(overrides, multirun)]
 
 
 # Hydra composes a job in about 0.1-0.2 s (it re-reads and re-merges the config files each time, as its own
@@ -184,11 +200,6 @@ def _enter_hydra_session() -> None:
 def _compose_chunk(chunk: List[List[str]], multirun: bool) -> "List[Job] | str":
     """The chunk's jobs composed, or the one-line refusal of the first that cannot run."""
     try:
-        return [_compose_job(job, multirun) for job in chunk]
+        return [compose_job(job, multirun) for job in chunk]
     except ConfigError as err:
         return str(err)
-
-
-def preflight(overrides: Sequence[str], multirun: bool) -> List[DictConfig]:
-    """The validated run config of every job of a run or sweep."""
-    return [job.spec for job in preflight_jobs(overrides, multirun)]
