@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.trainers.verl.overrides import config_name
 from harness.trainers.verl.plan import build_plan
 

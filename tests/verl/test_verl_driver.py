@@ -60,8 +60,8 @@ def test_a_new_enough_driver_passes_and_a_machine_without_nvidia_smi_is_skipped(
 
 
 def test_launch_sh_checks_the_driver_before_anything_starts(tmp_path):
-    from harness.config.compose import compose
-    from harness.config.validate import validate
+    from harness.launchers.compose import compose
+    from harness.launchers.compose import validated as validate
     from harness.trainers.verl.plan import build_plan
 
     script = build_plan(validate(compose(["trainer=verl"])), tmp_path / "run").script
