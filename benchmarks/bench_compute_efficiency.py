@@ -2,17 +2,18 @@
 
     python benchmarks/bench_compute_efficiency.py [--quick] [--json PATH] [--reps N]
 
-The harness side is `BuiltinTrainer._rl_step()` on the default run (dppo, sorting, 16 prompts × 8,
-two mini-batches, fp32, one torch thread; --quick: debug=quick sizes). The baseline is the same model work
-written as a tight loop with nothing of the harness around it, on copies of the same models:
+The harness side is `EnsembleTrainer.rl_step()` of a run alone (the ensemble of one, what `trainer=builtin`
+runs) on the default run (dppo, sorting, 16 prompts × 8, two mini-batches, fp32, one torch thread; --quick:
+debug=quick sizes). The baseline is the same model work written as a tight loop with nothing of the harness
+around it, on copies of the same stacked model and rollout weights:
   - sampling with a KV cache for exactly as many decode steps as the paired harness step took (it stops
-    early once every row has emitted <eos>), through the same model path as the rollout engine: the lean
-    Qwen3 decoder (`fast_decode.LeanQwen3`, preallocated cache, each distinct prompt prefilled once) when
-    the engine uses it, else the HF model with a `DynamicCache` (logits_to_keep=1); log_softmax + multinomial;
+    early once every row has emitted <eos>), through the rollout engine's own decoder
+    (`StackedRollout._prefill`: each distinct prompt prefilled once; `_decode` per token); log_softmax +
+    multinomial;
   - one no-grad forward of the rows outside the first mini-batch (the harness takes π' of the first
     mini-batch's rows from its grad forward and recomputes the others with the trainer's weights);
-  - per mini-batch: forward (`policy.response_logits`, the trainer's model call: each distinct prompt once,
-    its KV cache shared by its rows), log-probs of the sampled tokens, a plain importance-weighted
+  - per mini-batch: forward (`StackedQwen3`, the trainer's model call: each distinct prompt once, its keys
+    and values shared by its rows), log-probs of the sampled tokens, a plain importance-weighted
     policy-gradient loss, backward, AdamW step.
 Left out of the baseline, hence counted as harness cost: weight sync into the rollout engine, prompt
 sampling and tokenisation, decoding and verifying completions, advantages, the objective with its
@@ -36,68 +37,57 @@ NAME = "compute_efficiency"
 
 
 class PureLoop:
-    """The model compute of one RL step, without the harness: own copies of the rollout and trainer models."""
+    """The model compute of one RL step, without the harness: own copies of the stacked model and its
+    rollout weights (one member)."""
 
     def __init__(self, trainer):
         import torch
 
-        self.policy = copy.deepcopy(trainer.engine.policy)  # the rollout engine's model (eval, no grad)
+        from harness.trainers.ensemble.stacked_rollout import StackedRollout
+
         self.model = copy.deepcopy(trainer.model)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=trainer.t.lr,
-                                           weight_decay=trainer.t.weight_decay)
+        self.engine = StackedRollout(self.model, trainer.precision, [1.0])
+        self.optimizer = torch.optim.AdamW(self.model.ordered_parameters(), lr=trainer.t.lr,
+                                           weight_decay=trainer.t.weight_decay, fused=True)
         self.generator = torch.Generator().manual_seed(0)
         self.mini_batches = trainer.t.mini_batches
-        self.cache_argument = trainer.engine._cache_argument
-        lean = trainer.engine._lean_decoder() if hasattr(trainer.engine, "_lean_decoder") else None
-        if lean is not None:
-            from harness.trainers.builtin.fast_decode import LeanQwen3
-
-            lean = LeanQwen3(self.policy)
-        self.lean = lean
 
     def step(self, prompts, prompt_index, decode_steps: int) -> None:
+        """prompts [1, U, P], prompt_index [B]: as the trainer's rollout call."""
         import torch
         import torch.nn.functional as F
-        from transformers import DynamicCache
 
-        from harness.trainers.builtin.policy import response_logits
-
-        prompt_ids = prompts if prompt_index is None else prompts[prompt_index]
-        if prompt_index is None:
-            prompts, prompt_index = prompt_ids, torch.arange(len(prompt_ids))
+        model, engine = self.model, self.engine
+        rows, length = len(prompt_index), prompts.shape[2] + decode_steps
         with torch.no_grad():
-            step_input, tokens, logps = prompt_ids, [], []
-            if self.lean is not None:
-                total, position = prompt_ids.shape[1] + decode_steps, 0
-                kv, (cos, sin) = self.lean.new_cache(len(prompt_ids), total), self.lean.rope_tables(total)
-                self.lean.prepare()
-            else:
-                cache = DynamicCache(config=self.policy.config)
+            shape = (rows, model.kv_heads, length, model.head_dim)
+            dtype = engine.spec.rollout_dtype
+            cache = [(torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)) for _ in range(model.layers)]
+            cos, sin = model.rope(length, dtype)
+            tokens, logps, position = [], [], prompts.shape[2]
             for index in range(decode_steps):
-                if self.lean is not None and index == 0:
-                    last = self.lean.shared_prefill(prompts, prompt_index, kv, cos, sin)
-                    position += step_input.shape[1]
-                elif self.lean is not None:
-                    last = self.lean.forward(step_input, position, kv, cos, sin)
-                    position += step_input.shape[1]
+                if index == 0:
+                    last = engine._prefill(prompts, prompt_index, cache, cos, sin)
                 else:
-                    last = self.policy(input_ids=step_input, use_cache=True, logits_to_keep=1,
-                                       **{self.cache_argument: cache}).logits[:, -1]
-                log_probs = F.log_softmax(last.float(), dim=-1)
-                step_input = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
-                tokens.append(step_input)
-                logps.append(log_probs.gather(1, step_input))
+                    last = engine._decode(step_input, position, cache, cos, sin)
+                    position += 1
+                log_probs = F.log_softmax(last[0].float(), dim=-1)
+                chosen = torch.multinomial(log_probs.exp(), 1, generator=self.generator)
+                step_input = chosen.view(1, rows, 1)
+                tokens.append(chosen)
+                logps.append(log_probs.gather(1, chosen))
             tokens, rollout_logp = torch.cat(tokens, dim=1), torch.cat(logps, dim=1)
-        advantages = torch.randn(len(tokens), 1, generator=self.generator)
-        order = torch.randperm(len(tokens), generator=self.generator)
-        batches = order.chunk(self.mini_batches)
+        advantages = torch.randn(rows, 1, generator=self.generator)
+        batches = torch.randperm(rows, generator=self.generator).chunk(self.mini_batches)
+
+        def logits_of(batch):
+            return model(prompts, prompt_index[batch].unsqueeze(0), tokens[batch][:, :-1].unsqueeze(0))[0]
+
         if len(batches) > 1:
             with torch.no_grad():  # π' of the rows outside the first mini-batch
-                rest = torch.cat(batches[1:])
-                response_logits(self.model, prompts, prompt_index[rest], tokens[rest], 1.0)
+                logits_of(torch.cat(batches[1:]))
         for batch in batches:
-            logits = response_logits(self.model, prompts, prompt_index[batch], tokens[batch], 1.0)
-            logp = F.log_softmax(logits, dim=-1).gather(-1, tokens[batch].unsqueeze(-1)).squeeze(-1)
+            logp = F.log_softmax(logits_of(batch), dim=-1).gather(-1, tokens[batch].unsqueeze(-1)).squeeze(-1)
             loss = -((logp - rollout_logp[batch]).exp() * advantages[batch]).mean()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -109,11 +99,11 @@ def capture_rollouts(trainer) -> dict:
     seen = {}
     generate = trainer.engine.generate
 
-    def recording(prompt_ids, *args, **kwargs):
-        rollout = generate(prompt_ids, *args, **kwargs)
-        seen["prompts"], seen["prompt_index"] = prompt_ids, kwargs.get("prompt_index")
-        seen["decode_steps"] = int(rollout.mask.any(dim=0).sum())
-        return rollout
+    def recording(prompts, *args, **kwargs):
+        rollouts = generate(prompts, *args, **kwargs)
+        seen["prompts"], seen["prompt_index"] = prompts, kwargs["prompt_index"]
+        seen["decode_steps"] = int(rollouts[0].mask.any(dim=0).sum())
+        return rollouts
 
     trainer.engine.generate = recording
     return seen
@@ -125,25 +115,25 @@ def main(argv=None) -> int:
     import torch
 
     from harness.tracking.local_tracker import Tracker
-    from harness.trainers.builtin.trainer import BuiltinTrainer
+    from harness.trainers.ensemble.trainer import EnsembleTrainer
 
     overrides = ["tracking=none", "trainer.progress=false", "trainer.torch_threads=1",
                  *(["debug=quick"] if args.quick else [])]
     with tempfile.TemporaryDirectory(prefix="bench-compute-") as tmp:
         cfg = bench_config(overrides, Path(tmp), args.cache_dir)
-        trainer = BuiltinTrainer(cfg, Path(tmp), Tracker(Path(tmp)))
+        trainer = EnsembleTrainer([(cfg, Path(tmp), Tracker(Path(tmp)))])  # a run alone: the ensemble of one
         seen = capture_rollouts(trainer)
         pure = PureLoop(trainer)
         harness_s, pure_s, decode_steps = [], [], []
         for rep in range(warmup + reps):
             started = time.perf_counter()
-            trainer._rl_step()
+            trainer.rl_step()
             harness_s.append(time.perf_counter() - started)
             started = time.perf_counter()
             pure.step(seen["prompts"], seen["prompt_index"], seen["decode_steps"])
             pure_s.append(time.perf_counter() - started)
             decode_steps.append(seen["decode_steps"])
-        trainer.tracker.finish("FINISHED")
+        trainer.members[0].tracker.finish("FINISHED")
     harness_s, pure_s = harness_s[warmup:], pure_s[warmup:]
     t = cfg.trainer
     fig = figure(f"{NAME}.step", median_ratio(pure_s, harness_s), ">= 0.7",

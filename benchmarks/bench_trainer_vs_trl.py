@@ -23,8 +23,8 @@ the ensemble of one). Figures are medians of per-pair ratios.
 Known differences, kept as each trainer does them: TRL runs every completion's whole sequence (its
 prompt repeated once per row of the group) through generation's prefill and through the training forward;
 the built-in trainer runs each distinct prompt once and shares its KV cache among the group's rows, in the
-rollout engine's prefill and in the training forward (`policy.response_logits`; same logits and gradients
-to float rounding, tests/trainers/test_shared_prompt.py). The built-in trainer's π' of its one mini-batch
+rollout engine's prefill and in the training forward (`StackedQwen3.run_shared`; same logits
+to float rounding, tests/trainers/test_ensemble_model.py). The built-in trainer's π' of its one mini-batch
 comes from the grad forward; TRL skips π' with one mini-batch (π' = π).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A run's result never depends on what it was grouped with: each member of a mixed ensemble (two objectives,
-three δ, two seeds) logs, through step 3, what the same config logs alone (the ensemble of one), and samples
-the same tokens as the Hugging Face reference trainer at step 1; a member that fails ends alone."""
+three δ, two seeds) logs, through step 3, what the same config logs alone (the ensemble of one); a member that fails ends alone.
+What one step computes is checked against the step written out by hand in test_rl_step_oracle.py."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,6 @@ import torch
 from harness.launchers.compose import compose
 from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
-from harness.trainers.builtin.trainer import BuiltinTrainer
 from harness.trainers.ensemble import loop
 from harness.trainers.ensemble.trainer import EnsembleTrainer
 
@@ -59,25 +58,6 @@ def test_each_member_of_a_mixed_ensemble_logs_what_it_logs_alone(tmp_path, warm_
     for k in (0, 5, 7, 11):  # both objectives, every δ, both seeds; each alone costs a process's worth of time
         train([specs[k]], tmp_path / f"alone{k}")
         assert_close_records(records(tmp_path / "ensemble" / str(k)), records(tmp_path / f"alone{k}" / "0"))
-
-
-def test_step_one_samples_what_the_reference_trainer_samples(tmp_path, warm_cache):
-    specs = [spec(tmp_path, warm_cache, *variant) for variant in (("dppo", 0.1, 0), ("drpo", 0.2, 1))]
-    ensemble = EnsembleTrainer([(s, tmp_path / f"e{k}", Tracker(tmp_path / f"e{k}")) for k, s in enumerate(specs)])
-    sampled = []
-    generate = ensemble.engine.generate
-    ensemble.engine.generate = lambda *a, **kw: sampled.append(generate(*a, **kw)) or sampled[-1]
-    metrics = ensemble.rl_step()
-    for k, s in enumerate(specs):
-        reference = BuiltinTrainer(s, tmp_path / f"r{k}", Tracker(tmp_path / f"r{k}"))
-        solo_rollouts = []
-        solo_generate = reference.engine.generate
-        reference.engine.generate = lambda *a, **kw: solo_rollouts.append(solo_generate(*a, **kw)) or solo_rollouts[-1]
-        expected = reference._rl_step()
-        assert torch.equal(sampled[0][k].tokens, solo_rollouts[0].tokens)
-        for key, value in expected.items():
-            if not key.startswith("perf/"):
-                assert metrics[k][key] == pytest.approx(value, abs=1e-4), key
 
 
 def test_a_failing_member_ends_alone_and_the_others_are_unchanged(tmp_path, warm_cache):

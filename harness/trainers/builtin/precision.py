@@ -144,7 +144,3 @@ def apply_train_precision(model, spec: PrecisionSpec):
 
 def _device_type(model) -> str:
     return next(model.parameters()).device.type
-
-
-# The name the built-in trainer uses for the same context manager.
-training_forward = apply_train_precision

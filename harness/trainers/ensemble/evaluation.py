@@ -1,5 +1,5 @@
 """The ensemble's evaluation: every member's held-out accuracy, sampled at its training temperature (a fixed
-seed) and greedy, as `BuiltinTrainer._evaluate`. A member whose sampling or rewards fail ends alone."""
+seed) and greedy. A member whose sampling or rewards fail ends alone."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional

@@ -1,4 +1,4 @@
-"""The ensemble's training loop: `BuiltinTrainer.train` for every member at once (step-0 evaluation and
+"""The ensemble's training loop: every member at once, the only RL loop of the built-in trainer (step-0 evaluation and
 checkpoint, a step, evaluations every `eval_every`, logging to each member's own tracker, checkpoints every
 `checkpoint_every` into each member's own folder). A member that fails (its sampling, a non-finite loss, its
 tracker's logging, a checkpoint that cannot be written, its evaluation hook) ends alone with its error; the
@@ -19,7 +19,7 @@ run_log = logging.getLogger("harness.run")
 
 
 def _injected_kill(step: int, writers: List[CheckpointWriter]) -> None:
-    """The solo trainer's fault injection (HARNESS_FAULT_KILL_AT_STEP), for the whole ensemble process."""
+    """Fault injection for the resume tests (HARNESS_FAULT_KILL_AT_STEP), for the whole ensemble process."""
     if os.environ.get("HARNESS_FAULT_KILL_AT_STEP") == str(step):
         for writer in writers:
             writer.wait(raise_error=False)

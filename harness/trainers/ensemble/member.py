@@ -1,7 +1,7 @@
 """One member of an ensemble: a complete run (its spec, folder, tracker, objective, data stream, sampling
 RNG, warm start, best evaluation) whose parameters live in slot `index` of the ensemble's stacked model.
 
-Its checkpoint is the solo trainer's format (`BuiltinTrainer._state`): an HF state dict, an AdamW state dict
+Its checkpoint is a run's format: an HF state dict, an AdamW state dict
 over the HF parameters, the RNG states, the step and the best evaluation. A member's checkpoint therefore
 resumes as a solo run and a solo run's checkpoint resumes as a member."""
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Each member is a complete run (`member.Member`); members share only the shape of the computation (model
 architecture, dataset, batch sizes, sequence lengths, steps, precision preset, optimizer settings) and may
 differ in seed, objective and its parameters, sampling temperature, advantage estimator, loss aggregation,
-grad clip, warm-start seed and mismatch scale. Every step does, for all members at once, what
-`BuiltinTrainer._rl_step` does for one: sample prompts (each member's own data stream), generate with the
+grad clip, warm-start seed and mismatch scale. It is the only RL step of the built-in trainer (a run alone
+is the ensemble of one, `solo.py`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
 rollout engine (each member's own sampling generator), recompute π', take `mini_batches` optimizer steps
 (loss, grad clip and metrics per member; one backward and one AdamW step over the stacked parameters,
 which are elementwise per member). A member's numbers are therefore those of its solo run to float rounding,
@@ -280,8 +280,7 @@ class EnsembleTrainer:
         return loss, obj_metrics
 
     def evaluate(self) -> Dict[int, Dict[str, float]]:
-        """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy, as
-        `BuiltinTrainer._evaluate`."""
+        """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy."""
         return evaluation.evaluate(self)
 
     def checkpoint_writers(self) -> List[CheckpointWriter]:
