@@ -208,7 +208,8 @@ def _run_one(job) -> Any:
 def _launch(start, multirun: bool) -> int:
     """Run a single run or Hydra (`start` returns what the run or sweep returned), and end with the runs'
     summary and a truthful exit code."""
-    from harness.launchers import job, job_returns, results, where
+    from harness.launchers import job_returns, results, where
+    from harness.launchers.stop_signals import Killed
     from harness.infra.refused import Refused
     from harness.reports import verdicts
 
@@ -216,11 +217,11 @@ def _launch(start, multirun: bool) -> int:
         returned = start()
     except Refused as err:
         return _fail(str(err))
-    except (KeyboardInterrupt, job.Killed) as err:  # the job closed its run as KILLED; no traceback
+    except (KeyboardInterrupt, Killed) as err:  # the job closed its run as KILLED; no traceback
         # stopped while the jobs were still being checked: no folder, no run, nothing to continue
         left = _how_to_go_on(multirun) if claimed_any() else "before any run started: nothing was recorded"
         print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {left}", file=sys.stderr)
-        return EXIT_KILLED + (13 if isinstance(err, job.Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
+        return EXIT_KILLED + (13 if isinstance(err, Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
     ended = job_returns.job_results(returned)
     if multirun and ended:
         print(results.summarize(ended))

@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
 import time
 import traceback
@@ -23,6 +22,7 @@ from harness.launchers.compose import validated
 from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import FolderInUse, claim, holds, release
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
+from harness.launchers.stop_signals import Killed, handle_stop_signals, restore_signals
 from harness.launchers.results import FINAL, JobResult, final_accuracy, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.sweep_parent import close_parent_if_all_ended
@@ -41,57 +41,6 @@ from harness.trainers.resume import resumed_spec
 
 log = logging.getLogger("harness")
 run_log = logging.getLogger("harness.run")  # the run folder's job.log (conf/config.yaml)
-
-
-class Killed(BaseException):
-    """SIGTERM turned into an exception so the run can be closed as KILLED."""
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _ignored(_signum, _frame) -> None:
-    """A stop signal while the runs close. A handler rather than SIG_IGN: one already pending when it is set
-    would be reported with a traceback ("Signal 15 ignored due to race condition")."""
-
-
-def ignore_stop_signals() -> None:
-    """From now on this process is closing its runs: no Ctrl-C or SIGTERM may cut that short."""
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, _ignored)
-
-
-def _raise_killed(signum, _frame):
-    # the first SIGTERM stops the job; later ones (or a Ctrl-C) must not cut its closing short. They come:
-    # Slurm may send more, and the kernel signals a child of a dying driver again each time one of the
-    # driver's threads exits
-    ignore_stop_signals()
-    raise Killed(f"received signal {signal.Signals(signum).name}")
-
-
-def _raise_interrupted(_signum, _frame):
-    # Ctrl-C, as Python's own handler, except that a second (a user pressing it again, impatient) cannot cut
-    # the closing of the runs short and leave them RUNNING
-    ignore_stop_signals()
-    raise KeyboardInterrupt
-
-
-def handle_stop_signals() -> dict:
-    """SIGTERM raises Killed and Ctrl-C KeyboardInterrupt, once: later ones are ignored while the runs close.
-    Returns the previous handlers, for `restore_signals`."""
-    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    signal.signal(signal.SIGTERM, _raise_killed)
-    if previous[signal.SIGINT] is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, `&`)
-        signal.signal(signal.SIGINT, _raise_interrupted)
-    return previous
-
-
-def restore_signals(previous: dict) -> None:
-    """The handlers `handle_stop_signals` replaced; a process that was stopped keeps ignoring them."""
-    if signal.getsignal(signal.SIGTERM) is _ignored:
-        return
-    for sig, handler in previous.items():
-        signal.signal(sig, handler)
 
 
 def _job_identity(cfg: DictConfig) -> tuple[str, Path, Optional[str]]:

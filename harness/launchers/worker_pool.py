@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from harness.launchers.job import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
+from harness.launchers.stop_signals import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
 from harness.launchers.pool_worker import BROKE, DONE, STOPPED, QuickExitSpawnContext, serve
 from harness.launchers.results import JobResult, run_name
 from harness.launchers.sweep_progress import watching
