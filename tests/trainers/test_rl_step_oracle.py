@@ -12,8 +12,8 @@ import torch
 from omegaconf import OmegaConf
 
 from harness.algorithms import aggregate, build_objective, compute_advantages
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.builtin.model import token_logprobs
 from harness.trainers.builtin.policy import masked_mean, token_entropy

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.config.compose import compose
-from harness.config.validate import validate
+from harness.launchers.compose import compose
+from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.ensemble.solo import SoloTrainer
 
