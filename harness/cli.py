@@ -209,7 +209,7 @@ def _launch(start, multirun: bool) -> int:
     """Run a single run or Hydra (`start` returns what the run or sweep returned), and end with the runs'
     summary and a truthful exit code."""
     from harness.launchers import job_returns, results, where
-    from harness.launchers.stop_signals import Killed
+    from harness.infra.stop_signals import Killed
     from harness.infra.refused import Refused
     from harness.reports import verdicts
 

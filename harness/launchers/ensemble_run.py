@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence
 from hydra.core.utils import JobReturn, JobStatus, run_job
 
 from harness.launchers.job import StartedRun, finish_run, start_run
-from harness.launchers.stop_signals import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
+from harness.infra.stop_signals import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
 from harness.trainers.checkpoint import checkpoint_step
 from harness.tracking.quiet import verbose
 

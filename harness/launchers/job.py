@@ -22,7 +22,7 @@ from harness.launchers.compose import validated
 from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import FolderInUse, claim, holds, release
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
-from harness.launchers.stop_signals import Killed, handle_stop_signals, restore_signals
+from harness.infra.stop_signals import Killed, handle_stop_signals, restore_signals
 from harness.launchers.results import FINAL, JobResult, final_accuracy, finished_metrics, run_name
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.sweep_parent import close_parent_if_all_ended

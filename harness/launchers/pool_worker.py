@@ -16,7 +16,7 @@ from hydra.core.utils import JobReturn
 from tqdm import tqdm
 
 from harness.infra.parent_death import die_with_parent
-from harness.launchers.stop_signals import Killed
+from harness.infra.stop_signals import Killed
 
 log = logging.getLogger("harness")
 DONE, STOPPED, BROKE = "done", "stopped", "broke"  # a worker's answers: (kind, value)

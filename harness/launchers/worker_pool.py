@@ -20,7 +20,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 
-from harness.launchers.stop_signals import Killed, handle_stop_signals, ignore_stop_signals, restore_signals
+from harness.infra.stop_signals import (Killed, handle_stop_signals, ignore_stop_signals, raise_if_stopped,
+                                        restore_signals)
 from harness.launchers.pool_worker import BROKE, DONE, STOPPED, QuickExitSpawnContext, serve
 from harness.launchers.results import JobResult, run_name
 from harness.launchers.sweep_progress import watching
@@ -91,7 +92,8 @@ def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: in
                     if pool[-1].give(waiting[0], payload(waiting[0])):
                         waiting.popleft()
                 busy = [w for w in pool if w.group is not None]
-                ready = set(wait([w.connection for w in busy] + [w.process.sentinel for w in busy]))
+                raise_if_stopped()  # a stop signal that came during garbage collection (infra/stop_signals.py)
+                ready = set(wait([w.connection for w in busy] + [w.process.sentinel for w in busy], timeout=1.0))
                 for worker in busy:
                     if worker.connection in ready or worker.process.sentinel in ready:
                         _collect(launcher, jobs, worker, results)

@@ -106,7 +106,15 @@ def _claim_sweeps(uri):
     runs = [FakeRun(o, {"delta": d}, seed=s) for o, d in (("dppo", 0.1), ("dppo", 0.2), ("drpo", 0.2), ("drpo", 12.5))
             for s in range(3)]
     write_sweep(uri, runs, "2026-08-03/00-00-00-000000", steps=40, eval_every=10)
-    sweeps["claim_drpo_vs_dppo"] = sweeps["stability"] = sweeps["sensitivity"] = "2026-08-03/00-00-00-000000"
+    sweeps["stability"] = sweeps["sensitivity"] = "2026-08-03/00-00-00-000000"
+    runs = [FakeRun(o, {"delta": d}, seed=s, metrics={  # claim 5's regime: DPPO's δ binds, the mismatch grows
+        "eval/accuracy": (evals, [0.3, 0.2, 0.1, 0.02, 0.02] if o == "drpo" and s < 2 else
+                          [0.3, 0.4, 0.5, 0.55 + 0.02 * s, 0.55 + 0.02 * s]),
+        "objective/masked_frac": (steps, flat(0.03 if o == "dppo" else 0.0)),
+        "train/mismatch": (steps, np.linspace(0.01, 0.05, len(steps)))})
+        for o, d in (("dppo", 0.15), ("drpo", 12.5)) for s in range(4)]
+    write_sweep(uri, runs, "2026-08-04/00-00-00-000000", steps=20, eval_every=5)
+    sweeps["claim_drpo_vs_dppo"] = "2026-08-04/00-00-00-000000"
     return sweeps
 
 

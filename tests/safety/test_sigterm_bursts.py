@@ -21,7 +21,7 @@ def test_a_second_sigterm_does_not_cut_the_closing_short():
     code = textwrap.dedent(f"""
         import os, signal, sys, time
         sys.path[:0] = [{ROOT!r}]
-        from harness.launchers.stop_signals import Killed, _raise_killed
+        from harness.infra.stop_signals import Killed, _raise_killed
         signal.signal(signal.SIGTERM, _raise_killed)
         try:
             os.kill(os.getpid(), signal.SIGTERM)
@@ -42,7 +42,7 @@ class _StoppedLauncher:
         self.pid_file = pid_file
 
     def run_group(self, group, state, threads, progress=True):
-        from harness.launchers.stop_signals import Killed
+        from harness.infra.stop_signals import Killed
 
         Path(self.pid_file).write_text(f"{os.getpid()}\n")
         raise Killed("received signal SIGTERM")

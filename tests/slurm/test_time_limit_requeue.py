@@ -57,7 +57,10 @@ def test_time_limit_requeues_and_resumes_without_srun(slurm_cluster, run_harness
         assert int(resumed.group(1)) > 0 and restarts(job_id) >= 1
         logs = run_harness.root.glob(f"multirun/*/*/.submitit/{job_id}/{job_id}_0_log.*")
         log = "".join(read(path) for path in sorted(logs))  # submitit's handler ran in the job's python
-        assert "Caught signal SIGUSR2" in log and "this job is timed-out" in log and f"Requeued job {job_id}" in log
+        # submitit's handler caught the signal in the batch shell's python; its own "Requeued job" line is not
+        # asked for: `scontrol requeue` ends the attempt, which on a busy machine can happen before the line is
+        # written (a fresh clone's CI run lost it while Slurm counted the restart and the run resumed)
+        assert "Caught signal SIGUSR2" in log and "this job is timed-out" in log
         _, runs = mlflow_runs(run_harness.root, "time_limit")
         assert len(runs) == 1, "the requeued attempt continues the same MLflow run"
     finally:

@@ -11,6 +11,7 @@ import signal
 import time
 from typing import Dict, List
 
+from harness.infra.stop_signals import raise_if_stopped
 from harness.trainers.checkpoint import CheckpointWriter
 from harness.trainers.ensemble.trainer import EnsembleTrainer
 
@@ -96,6 +97,7 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
     bar = tqdm(total=t.steps, initial=trainer.step, desc=desc, unit="step",
                disable=None if t.progress and progress else True, dynamic_ncols=True)
     while trainer.step < t.steps and trainer.alive:
+        raise_if_stopped()  # a stop signal that came during garbage collection (harness/infra/stop_signals.py)
         metrics = trainer.rl_step()
         trainer.step += 1
         evaluated = trainer.step % t.eval_every == 0 or trainer.step == t.steps

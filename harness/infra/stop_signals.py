@@ -1,9 +1,18 @@
 """How a job process stops: SIGTERM becomes Killed and Ctrl-C KeyboardInterrupt, once; later stop signals
 are ignored while the runs close, so a burst of them (Slurm, a dying driver, an impatient user) cannot leave a
-run RUNNING."""
+run RUNNING.
+
+A stop that arrives while the interpreter runs a finalizer (a weakref callback, `__del__`: garbage collection
+in the middle of training) cannot be raised there: Python prints "Exception ignored in ..." and drops it, and
+as later stop signals are ignored the process would train on. Such a stop is kept and raised at the next
+safe point (`raise_if_stopped`, called by the training loop once a step and by the worker pool's driver)."""
 from __future__ import annotations
 
 import signal
+from typing import Optional
+
+FINALIZER_FILES = ("weakref.py", "_weakrefset.py")
+_pending: Optional[BaseException] = None
 
 
 class Killed(BaseException):
@@ -24,19 +33,40 @@ def ignore_stop_signals() -> None:
         signal.signal(sig, _ignored)
 
 
-def _raise_killed(signum, _frame):
+def _raise_killed(signum, frame):
     # the first SIGTERM stops the job; later ones (or a Ctrl-C) must not cut its closing short. They come:
     # Slurm may send more, and the kernel signals a child of a dying driver again each time one of the
     # driver's threads exits
-    ignore_stop_signals()
-    raise Killed(f"received signal {signal.Signals(signum).name}")
+    _stop(Killed(f"received signal {signal.Signals(signum).name}"), frame)
 
 
-def _raise_interrupted(_signum, _frame):
+def _raise_interrupted(_signum, frame):
     # Ctrl-C, as Python's own handler, except that a second (a user pressing it again, impatient) cannot cut
     # the closing of the runs short and leave them RUNNING
+    _stop(KeyboardInterrupt(), frame)
+
+
+def _stop(err: BaseException, frame) -> None:
+    global _pending
     ignore_stop_signals()
-    raise KeyboardInterrupt
+    if _in_finalizer(frame):
+        _pending = err  # raised by the next raise_if_stopped: from here it would be printed and lost
+        return
+    raise err
+
+
+def _in_finalizer(frame) -> bool:
+    """Whether the interrupted code is a finalizer, where an exception is printed and dropped."""
+    code = getattr(frame, "f_code", None)
+    return code is not None and (code.co_name == "__del__" or code.co_filename.endswith(FINALIZER_FILES))
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop that arrived inside a finalizer, if any (once)."""
+    global _pending
+    if _pending is not None:
+        err, _pending = _pending, None
+        raise err
 
 
 def handle_stop_signals() -> dict:
