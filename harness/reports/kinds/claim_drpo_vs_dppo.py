@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from harness.reports import claims, plots
+from harness.reports import claims
 from harness.reports.data import SweepData, fmt
-from harness.reports.kinds.anchor_ablation import MISMATCH
+from harness.reports.kinds.claim_sanity import accuracy_and_mismatch
 from harness.reports.page import Page
-from harness.reports.palette import OTHER_STYLES, colour
 from harness.reports.registry import ReportKind
-from harness.reports.summary import EVAL
 
 SWEEP = "claim5_drpo_vs_dppo"
 BY_CONSTRUCTION = ("DRPO at its paper default δ = 12.5 is close to pg_is by construction: |π − ν| ≤ 1, so its "
@@ -34,16 +32,7 @@ def build(data: SweepData, page: Page) -> None:
     claims.describe(data, page, groups, ["final_accuracy", "gain", "masked_share", "mismatch_start", "mismatch",
                                          "log_mismatch_growth"], claims.design_k(spec),
                     "Accuracy, collapses, masked share and mismatch by objective and δ", "variant")
-    fig, axes = plots.grid(2, ncols=2, width=5.4, height=3.6)
-    eval_steps = sorted({int(s) for r in runs for s in data.curve(r, EVAL)[0]})
-    for ax, key in zip(axes, (EVAL, MISMATCH)):
-        for i, (label, members) in enumerate(groups.items()):
-            plots.band(ax, [data.curve(r, key) for r in members], colour(members[0].objective), label,
-                       OTHER_STYLES[i % len(OTHER_STYLES)], marker="os"[i % 2] if key == EVAL else None, metric=key)
-        plots.finish(ax, plots.label(key), plots.STEP_LABEL, plots.label(key),
-                     ticks=eval_steps if key == EVAL else None)
-    page.figure(fig, "claim_drpo_vs_dppo", "Eval accuracy and mismatch per objective and δ (colour and line "
-                "style): mean over seeds with a 95% t-band inside the measure's range.")
+    accuracy_and_mismatch(data, page, runs, groups, "claim_drpo_vs_dppo", "objective and δ")
     claims.verdict(page, data, SWEEP)
 
 

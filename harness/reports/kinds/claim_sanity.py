@@ -31,17 +31,22 @@ def build(data: SweepData, page: Page) -> None:
     claims.describe(data, page, groups, ["final_accuracy", "train_accuracy", "gain", "mismatch_start", "mismatch",
                                          "log_mismatch_growth"], claims.design_k(spec),
                     "Accuracy, collapses and mismatch per objective", "objective")
+    accuracy_and_mismatch(data, page, runs, groups, "claim_sanity", "objective")
+    claims.verdict(page, data, SWEEP)
+
+
+def accuracy_and_mismatch(data: SweepData, page: Page, runs, groups, name: str, per: str) -> None:
+    """Eval accuracy and the mismatch |μ − π'| over training, one band per group (claims 1 and 5)."""
     fig, axes = plots.grid(2, ncols=2, width=5.4, height=3.6)
     eval_steps = sorted({int(s) for r in runs for s in data.curve(r, EVAL)[0]})
     for ax, key in zip(axes, (EVAL, MISMATCH)):
-        for i, (objective, members) in enumerate(groups.items()):
-            plots.band(ax, [data.curve(r, key) for r in members], colour(objective), objective,
+        for i, (label, members) in enumerate(groups.items()):
+            plots.band(ax, [data.curve(r, key) for r in members], colour(members[0].objective), label,
                        OTHER_STYLES[i % len(OTHER_STYLES)], marker="os"[i % 2] if key == EVAL else None, metric=key)
         plots.finish(ax, plots.label(key), plots.STEP_LABEL, plots.label(key),
                      ticks=eval_steps if key == EVAL else None)
-    page.figure(fig, "claim_sanity", "Eval accuracy and mismatch per objective (colour and line style): mean over "
-                "seeds with a 95% t-band inside the measure's range.")
-    claims.verdict(page, data, SWEEP)
+    page.figure(fig, name, f"Eval accuracy and mismatch per {per} (colour and line style): mean over seeds with a "
+                "95% t-band inside the measure's range.")
 
 
 REPORT = ReportKind("claim_sanity", "Claim 1: pg_is against DPPO where the mismatch accumulates", needs, build)
