@@ -13,6 +13,7 @@ from typing import List, Sequence
 from harness.config.errors import ConfigError
 
 MAX_JOBS_ENV = "HARNESS_MAX_JOBS"
+MAX_MEMBERS = 256  # runs in one ensemble at most (launcher.members may ask fewer, never more)
 DEFAULT_MAX_JOBS = 10_000
 YES_FLAG = "--yes"
 

@@ -47,3 +47,19 @@ def test_plan_groups_by_shape_in_order_caps_and_splits_across_workers():
 def test_members_that_fit_follow_the_shape():
     small, big = spec(), spec("model.hidden_size=256", "model.intermediate_size=1024")
     assert member_bytes(big) > 4 * member_bytes(small)
+
+
+def test_an_explicit_members_asks_fewer_never_more_than_fit_or_the_cap(monkeypatch):
+    """Issue 39 item 10: launcher.members skipped the 256 cap and the memory sizing (an ensemble of 1000 was
+    planned whatever the memory)."""
+    from harness.config.validate import ConfigError
+    from harness.trainers.ensemble import grouping
+
+    one = spec()
+    monkeypatch.setattr(grouping, "available_bytes", lambda: 3 * member_bytes(one) / grouping.MEMORY_SHARE)
+    assert grouping.members_that_fit(one) == 3
+    assert [len(g) for g in plan([one] * 8, cap=100)] == [3, 3, 2]  # as many as fit, not the 100 asked
+    assert [len(g) for g in plan([one] * 8, cap=2)] == [2, 2, 2, 2]  # fewer than fit: as asked
+    with pytest.raises(ConfigError, match=r"launcher.members.*to 256") as err:
+        spec("launcher.members=1000")
+    assert "\n" not in str(err.value)

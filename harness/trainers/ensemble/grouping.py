@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from harness.algorithms.specs import RUN_SHORTCUTS
+from harness.config.limits import MAX_MEMBERS  # launcher.members caps it further
 
 # Keys (dotted prefixes) in which members of one ensemble may differ.
 ALLOWED_TO_DIFFER = (
@@ -23,7 +24,6 @@ ALLOWED_TO_DIFFER = (
     "experiment_name", "tracking", "launcher", "force", "reuse_across_versions", "output_root", "cache_dir",
     "sweeper", "optuna",
 )
-MAX_MEMBERS = 256  # members of one ensemble at most (launcher.members caps it further)
 MEMORY_SHARE = 0.5  # of the memory available now, what one ensemble may plan to use
 
 
@@ -87,7 +87,7 @@ def members_that_fit(spec: DictConfig) -> int:
 
 def plan(specs: Sequence[Optional[DictConfig]], cap: Optional[int], parts: int = 1) -> List[List[int]]:
     """Positions of `specs` grouped into ensembles: runs of one shape together, in order of first appearance,
-    each shape split into the fewest groups of at most `cap` members (None: as many as fit in memory) and at
+    each shape split into the fewest groups of at most `cap` members and as many as fit in memory, and at
     least `parts` groups where it has that many runs (one per worker), of near-equal sizes. A run that
     trains alone (or whose spec is None: not composed yet, e.g. an Optuna trial) is a group of one; cap 1
     makes every run a group of one."""
@@ -100,7 +100,8 @@ def plan(specs: Sequence[Optional[DictConfig]], cap: Optional[int], parts: int =
         else:
             shapes.setdefault(key, []).append(position)
     for positions in shapes.values():
-        limit = max(1, cap if cap else members_that_fit(specs[positions[0]]))
+        fit = members_that_fit(specs[positions[0]])
+        limit = max(1, min(cap, fit) if cap else fit)  # an explicit cap asks fewer, never more than fit
         count = max(-(-len(positions) // limit), min(parts, len(positions)))
         size, extra = divmod(len(positions), count)
         start = 0
