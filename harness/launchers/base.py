@@ -137,11 +137,12 @@ class HarnessLauncher(Launcher):
         job.prepared = {tuple(o): self.prepared[tuple(o)] for o in overrides if tuple(o) in self.prepared}
         return job
 
-    def groups(self, jobs: List[tuple], parts: int = 1) -> List[List[int]]:
-        """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone)."""
+    def groups(self, jobs: List[tuple], parts: int = 1, memory: Optional[int] = None) -> List[List[int]]:
+        """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone; as
+        many as fit in `memory` bytes, None: this machine's)."""
         specs = [getattr(self.prepared.get(tuple(overrides)), "spec", None) for overrides, _ in jobs]
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
-        return plan(specs, cap, parts)
+        return plan(specs, cap, parts, memory)
 
     def announce(self, jobs: List[tuple], groups: List[List[int]], where: str) -> None:
         """The sweep's one line about how its jobs run (`where`: e.g. 'on 2 worker processes')."""

@@ -51,7 +51,9 @@ class SubmititLauncher(HarnessLauncher):
         submitit's local executor all of them."""
         assert self.config is not None
         cluster = self.params.get("cluster", "slurm")
-        groups = self.groups(jobs)
+        # a Slurm job's ensemble has the job's memory, not this machine's (submitit's local executor: this one)
+        memory = int(profile_for(self.config.launcher).mem_gb * 2**30) if cluster == "slurm" else None
+        groups = self.groups(jobs, memory=memory)
         at_once = len(groups)
         if cluster == "slurm":
             at_once = min(at_once, int(profile_for(self.config.launcher).array_parallelism or at_once))

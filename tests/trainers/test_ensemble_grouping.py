@@ -63,3 +63,10 @@ def test_an_explicit_members_asks_fewer_never_more_than_fit_or_the_cap(monkeypat
     with pytest.raises(ConfigError, match=r"launcher.members.*to 256") as err:
         spec("launcher.members=1000")
     assert "\n" not in str(err.value)
+
+
+def test_a_slurm_jobs_ensemble_is_sized_by_the_jobs_memory_not_the_drivers():
+    one = spec()
+    memory = int(5 * member_bytes(one) / 0.5)  # MEMORY_SHARE 0.5 of it: 5 members
+    assert [len(g) for g in plan([one] * 12, cap=256, memory=memory)] == [4, 4, 4]  # 3 groups of ≤ 5
+    assert [len(g) for g in plan([one] * 12, cap=2, memory=memory)] == [2] * 6

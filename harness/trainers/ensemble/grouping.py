@@ -81,16 +81,20 @@ def available_bytes() -> int:
     return 4 << 30
 
 
-def members_that_fit(spec: DictConfig) -> int:
-    return max(1, min(MAX_MEMBERS, int(MEMORY_SHARE * available_bytes() // max(member_bytes(spec), 1))))
+def members_that_fit(spec: DictConfig, memory: Optional[int] = None) -> int:
+    """Members of `spec`'s shape that fit in `memory` bytes (None: what this machine has available now)."""
+    memory = available_bytes() if memory is None else memory
+    return max(1, min(MAX_MEMBERS, int(MEMORY_SHARE * memory // max(member_bytes(spec), 1))))
 
 
-def plan(specs: Sequence[Optional[DictConfig]], cap: Optional[int], parts: int = 1) -> List[List[int]]:
+def plan(specs: Sequence[Optional[DictConfig]], cap: Optional[int], parts: int = 1,
+         memory: Optional[int] = None) -> List[List[int]]:
     """Positions of `specs` grouped into ensembles: runs of one shape together, in order of first appearance,
     each shape split into the fewest groups of at most `cap` members and as many as fit in memory, and at
     least `parts` groups where it has that many runs (one per worker), of near-equal sizes. A run that
     trains alone (or whose spec is None: not composed yet, e.g. an Optuna trial) is a group of one; cap 1
-    makes every run a group of one."""
+    makes every run a group of one. `memory`: the bytes an ensemble's process has (a Slurm job's mem_gb; None:
+    this machine's available memory)."""
     shapes: Dict[str, List[int]] = {}
     groups: List[List[int]] = []
     for position, spec in enumerate(specs):
@@ -100,7 +104,7 @@ def plan(specs: Sequence[Optional[DictConfig]], cap: Optional[int], parts: int =
         else:
             shapes.setdefault(key, []).append(position)
     for positions in shapes.values():
-        fit = members_that_fit(specs[positions[0]])
+        fit = members_that_fit(specs[positions[0]], memory)
         limit = max(1, min(cap, fit) if cap else fit)  # an explicit cap asks fewer, never more than fit
         count = max(-(-len(positions) // limit), min(parts, len(positions)))
         size, extra = divmod(len(positions), count)
