@@ -114,8 +114,8 @@ def folder_label(run_dir: Path, sweep_dir: Optional[str] = None) -> str:
 
 def display_name(cfg: DictConfig, folder: str = "", overrides: str = "") -> str:
     """`dppo δ=0.1 s0 @ 04:31:07`: the objective, its threshold (a relaxation α only when on), the precision
-    when not the default (bf16), the seed, a debug preset among the run's `overrides` (`debug=quick`: a
-    pipeline check, not a result) and `folder` (`folder_label`) when given."""
+    when not the default (bf16), the seed, a debug preset among the run's `overrides` (`debug=quick` adds
+    `quick`: a pipeline check, not a result) and `folder` (`folder_label`) when given."""
     algo = cfg.algo
     parts = [str(algo.name)]
     for key, symbol in SYMBOLS:
@@ -127,7 +127,7 @@ def display_name(cfg: DictConfig, folder: str = "", overrides: str = "") -> str:
     if precision != DEFAULT_PRECISION:
         parts.append(precision)
     parts.append(f"s{cfg.seed}")
-    parts += [o.lstrip("+~") for o in overrides.split(",") if o.split("=", 1)[0].lstrip("+~") == "debug"]
+    parts += [o.split("=", 1)[1] for o in overrides.split(",") if o.split("=", 1)[0].lstrip("+~") == "debug" and "=" in o]
     if folder:
         parts += ["@", folder]
     return " ".join(parts)

@@ -73,7 +73,7 @@ def test_runs_table_lists_the_jobs_under_their_parent_and_a_run_link_opens_in_tr
     url = runs_url(server.url, experiment_id)
 
     names = sorted(c.info.run_name for c in children)  # `dppo δ=0.1 s0 @ 04:35:12 #0`: config, sweep time, job
-    assert [n.split(" @ ")[0] for n in names] == [f"{o} δ={d} s0 debug=quick" for o in ("dppo", "drpo")
+    assert [n.split(" @ ")[0] for n in names] == [f"{o} δ={d} s0 quick" for o in ("dppo", "drpo")
                                                   for d in ("0.1", "0.2")]  # a pipeline check, named as one
     assert len({n.split(" @ ")[1] for n in names}) == 4, names
     dom = one_shot(chromium, url, "--dump-dom")  # the standard flags: the parent, and the harness columns
@@ -167,7 +167,7 @@ def single_run_link_opens_the_run_in_training_mode(chromium, server, experiment_
     from mlflow.tracking import MlflowClient
 
     run = MlflowClient(tracking_uri=server.url).get_run(link.split("/runs/")[1].split("?")[0])
-    assert run.info.run_name.startswith("dppo δ=0.15 s0 debug=quick @ ")
+    assert run.info.run_name.startswith("dppo δ=0.15 s0 quick @ ")
     assert run.info.run_name not in {r.info.run_name for r in runs}, "names tell runs of one config apart"
     page = DevTools(chromium, link)
     try:

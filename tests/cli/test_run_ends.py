@@ -30,7 +30,7 @@ def test_debug_quick_learns_logs_and_says_where_it_is(run_harness):
     store = f"sqlite:///{run_harness.root / 'mlruns.db'}"
     (run,) = MlflowClient(store).search_runs(MlflowClient(store).get_experiment_by_name("harness").experiment_id)
     assert last[1].startswith(f"  mlflow: run {run.info.run_id} in sqlite:///{run_harness.root / 'mlruns.db'}")
-    assert " s0 debug=quick @ " in run.info.run_name, "a pipeline check named like a result"
+    assert " s0 quick @ " in run.info.run_name, "a pipeline check named like a result"
     page = f"#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}?workflowType=machine_learning"
     assert last[1].endswith(f"http://127.0.0.1:5000/{page})"), "the UI drops the mode from a #/runs/<id> link"
 

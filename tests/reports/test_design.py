@@ -126,8 +126,8 @@ def test_seeds_auto_runs_rounds_until_its_tests_are_decided(run_harness):
     (sweep,) = (run_harness.root / "multirun" / "auto").glob("*")
     md = (sweep / "reports" / "decisions" / "summary.md").read_text()
     assert "**Verdict: reproduced — " in md and "seeds: auto" in md
-    used = {int(seed) for seed in re.findall(r" s(\d+) debug=quick @", md)}
-    assert used == {50, 51, 52, 53}  # the runs used (named "<objective> δ=… s<seed> debug=quick @ …")
+    used = {int(seed) for seed in re.findall(r" s(\d+) quick @", md)}
+    assert used == {50, 51, 52, 53}  # the runs used (named "<objective> δ=… s<seed> quick @ …")
     jobs = sorted(job.name for job in sweep.glob("g0r*_*"))
     assert jobs and all(name.startswith(("g0r1_", "g0r2_")) for name in jobs)  # one folder per round's job
 

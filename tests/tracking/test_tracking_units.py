@@ -76,7 +76,7 @@ def test_run_names_are_short_and_readable():
     assert display_name(cfg({"name": "grpo", "relax_alpha": 0.1})) == "grpo α=0.1 s0"
     assert display_name(cfg({"name": "spo", "eps": 12.5}, seed=2)) == "spo ε=12.5 s2"
     assert display_name(cfg({"name": "dppo", "delta": 0.1}), "02:31:07", "debug=quick,algo=dppo") == \
-        "dppo δ=0.1 s0 debug=quick @ 02:31:07"  # a pipeline check is not named like a result
+        "dppo δ=0.1 s0 quick @ 02:31:07"  # a pipeline check is not named like a result
     assert display_name(cfg({"name": "dppo", "delta": 0.1}), "", "algo=dppo,seed=0") == "dppo δ=0.1 s0"
     assert display_name(cfg({"name": "dppo", "delta": 0.15}), "04:31:07") == "dppo δ=0.15 s0 @ 04:31:07"
 
