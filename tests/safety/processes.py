@@ -40,10 +40,10 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_for(predicate, timeout: float) -> bool:
+def wait_for(predicate, timeout: float, every: float = 0.5) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.5)
+        time.sleep(every)
     return False

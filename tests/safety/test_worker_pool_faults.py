@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+from processes import wait_for
+
 # one shape, four seeds: two ensembles of two, one per worker (jobs 0, 1 on one; 2, 3 on the other)
 SWEEP = ("seed=0,1,2,3", "launcher=local_parallel", "launcher.workers=2", "debug=quick", "trainer.eval_every=1000",
          "trainer.checkpoint_every=1000")
@@ -26,12 +28,7 @@ def _training(folder, jobs) -> bool:
 
 
 def _soon(predicate, timeout: float = 300) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(predicate, timeout, every=0.05)  # often: the victim is paused as soon as it trains
 
 
 def _statuses(run_harness):
