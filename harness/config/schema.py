@@ -75,6 +75,7 @@ class TrainerConfig:
     checkpoint_every: int = 10
     checkpoint_background: bool = True  # write checkpoints on a thread: the loop pays for a copy of the state
     torch_threads: int = 1
+    device: str = "auto"  # auto (CUDA when present, else CPU) | cpu | cuda | cuda:N: where the built-in trainer computes
     progress: bool = True
     resume: Optional[str] = None  # a run folder or checkpoint file to continue from
     branch_from: Optional[str] = None  # a run folder whose checkpoint starts a new run (harness/trainers/resume.py)

@@ -8,6 +8,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import re
 from typing import Any, Callable, Iterable, Iterator, Sequence, Tuple
 from urllib.parse import urlparse
 
@@ -60,6 +61,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
     for key in ("steps", "prompts_per_step", "mini_batches", "eval_every", "checkpoint_every",
                 "torch_threads", "topk"):
         _check(cfg, f"{t}.{key}", lambda v: v >= 1, "must be an integer >= 1")
+    _check(cfg, f"{t}.device", lambda v: isinstance(v, str) and re.fullmatch(r"auto|cpu|cuda(:\d+)?", v) is not None,
+           "one of auto, cpu, cuda, cuda:N")
     _check(cfg, f"{t}.group_size", lambda v: v >= 2, "must be >= 2 (group advantages need two samples)")
     _check(cfg, f"{t}.lr", _positive, "must be > 0")
     _check(cfg, f"{t}.weight_decay", lambda v: v >= 0, "must be >= 0")

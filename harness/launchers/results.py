@@ -27,7 +27,7 @@ OK_STATUSES = ("FINISHED", "SKIPPED", "SUBMITTED", "PRUNED")
 
 
 # Overrides that say how a job runs rather than what it computes, left out of its run name.
-NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.progress=", "force=", "cache_dir=",
+NOT_IN_RUN_NAME = ("hydra.", "launcher", "trainer.torch_threads=", "trainer.device=", "trainer.progress=", "force=", "cache_dir=",
                    "trainer.resume=", "optuna.", "sweeper=", "trainer.verl.dry_run=", "tracking",
                    "trainer.branch_from=", "reuse_across_versions=")
 

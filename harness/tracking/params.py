@@ -26,7 +26,7 @@ from harness.infra.secrets import (MASK, looks_secret, mask_overrides, mask_tree
 # Keys that say where or how a run is executed, not what it computes: excluded from the config hash.
 NOT_HASHED = ("tracking", "launcher", "output_root", "cache_dir", "trainer.progress", "trainer.resume", "force",
               "reuse_across_versions",
-              "trainer.torch_threads", "sweeper", "optuna",
+              "trainer.torch_threads", "trainer.device", "sweeper", "optuna",
               *RUN_SHORTCUTS)
 
 
