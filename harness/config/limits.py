@@ -13,7 +13,8 @@ from typing import List, Sequence
 from harness.config.errors import ConfigError
 
 MAX_JOBS_ENV = "HARNESS_MAX_JOBS"
-MAX_MEMBERS = 256  # runs in one ensemble at most (launcher.members may ask fewer, never more)
+MAX_MEMBERS = 1024  # runs in one ensemble at most, on a GPU (launcher.members may ask fewer, never more)
+CPU_MEMBERS = 256  # on a CPU: a step is compute-bound there, larger ensembles gain nothing
 DEFAULT_MAX_JOBS = 10_000
 YES_FLAG = "--yes"
 

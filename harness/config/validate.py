@@ -18,7 +18,7 @@ from harness.algorithms import specs
 from harness.algorithms.names import ADVANTAGE_ESTIMATORS, LOSS_AGG_MODES
 from harness.algorithms.params import ANCHORS
 from harness.config.errors import ConfigError
-from harness.config.limits import MAX_MEMBERS
+from harness.config.limits import CPU_MEMBERS, MAX_MEMBERS
 from harness.config.memory import check_builtin_memory
 from harness.config.names import LAUNCHERS, did_you_mean, group_options
 from harness.config.profiles import profile_for
@@ -148,7 +148,7 @@ def _validate_launcher(cfg: DictConfig) -> None:
     _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
     _check(cfg, "launcher.members", lambda v: v is None or 1 <= v <= MAX_MEMBERS,
            f"null (runs of one shape train together, as many as fit in memory) or an integer from 1 (each run "
-           f"alone) to {MAX_MEMBERS}")
+           f"alone) to {MAX_MEMBERS} (on a CPU at most {CPU_MEMBERS} train together)")
     if cfg.launcher.name in ("slurm", "submitit_local"):
         try:
             profile_for(cfg.launcher)

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
@@ -27,7 +27,7 @@ from harness.launchers.sweep_progress import Unit, units_of, watching
 from harness.launchers.worker_pool import run_groups
 from harness.infra.refused import Refused
 from harness.trainers.checkpoint import checkpoint_paths
-from harness.trainers.ensemble.grouping import plan
+from harness.trainers.ensemble.grouping import Room, plan, room_here
 
 log = logging.getLogger("harness")
 
@@ -137,12 +137,13 @@ class HarnessLauncher(Launcher):
         job.prepared = {tuple(o): self.prepared[tuple(o)] for o in overrides if tuple(o) in self.prepared}
         return job
 
-    def groups(self, jobs: List[tuple], parts: int = 1, memory: Optional[int] = None) -> List[List[int]]:
+    def groups(self, jobs: List[tuple], parts: int = 1,
+               rooms: Callable[[str], Room] = room_here) -> List[List[int]]:
         """Positions of `jobs` grouped into ensembles (`launcher.members` caps a group; 1: every job alone; as
-        many as fit in `memory` bytes, None: this machine's)."""
+        many as fit in the room `rooms(trainer.device)` of an ensemble's process: by default this machine's)."""
         specs = [getattr(self.prepared.get(tuple(overrides)), "spec", None) for overrides, _ in jobs]
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
-        return plan(specs, cap, parts, memory)
+        return plan(specs, cap, parts, rooms)
 
     def announce(self, jobs: List[tuple], groups: List[List[int]], where: str) -> None:
         """The sweep's one line about how its jobs run (`where`: e.g. 'on 2 worker processes')."""

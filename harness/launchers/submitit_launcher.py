@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
@@ -17,6 +17,23 @@ from hydra.core.utils import JobReturn, JobStatus
 from harness.launchers.base import HarnessLauncher, JobFailed, Layout, job_outcome, log
 from harness.config.profiles import executor_arguments, profile_for, submitit_parameters
 from harness.launchers.results import JobResult, run_name
+from harness.infra.refused import Refused
+from harness.trainers.ensemble.grouping import Room, room_of
+
+
+def slurm_rooms(profile) -> Callable[[str], Room]:
+    """trainer.device -> the room of an ensemble in one of the profile's jobs: one GPU's gpu_memory_gb on a GPU
+    profile (gpus_per_node > 0; an ensemble trains on one GPU), else the job's mem_gb."""
+    def room(device: str) -> Room:
+        gpu = None
+        if profile.gpus_per_node and device != "cpu":
+            if not profile.gpu_memory_gb:
+                raise Refused(f"launcher.gpu_memory_gb is not set: on a GPU profile (gpus_per_node="
+                              f"{profile.gpus_per_node}) ensembles are sized by one GPU's memory; set it in the "
+                              f"profile or as launcher.gpu_memory_gb=<GB> (or launcher.members=1)")
+            gpu = int(profile.gpu_memory_gb * 2**30)
+        return room_of(device, int(profile.mem_gb * 2**30), gpu)
+    return room
 
 
 class SubmititLauncher(HarnessLauncher):
@@ -51,9 +68,10 @@ class SubmititLauncher(HarnessLauncher):
         submitit's local executor all of them."""
         assert self.config is not None
         cluster = self.params.get("cluster", "slurm")
-        # a Slurm job's ensemble has the job's memory, not this machine's (submitit's local executor: this one)
-        memory = int(profile_for(self.config.launcher).mem_gb * 2**30) if cluster == "slurm" else None
-        groups = self.groups(jobs, memory=memory)
+        # a Slurm job's ensemble has the job's memory or its GPU's, not this machine's (submitit's local
+        # executor: this one)
+        groups = self.groups(jobs, rooms=slurm_rooms(profile_for(self.config.launcher))) if cluster == "slurm" \
+            else self.groups(jobs)
         at_once = len(groups)
         if cluster == "slurm":
             at_once = min(at_once, int(profile_for(self.config.launcher).array_parallelism or at_once))
