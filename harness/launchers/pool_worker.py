@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from hydra.core.utils import JobReturn
 from tqdm import tqdm
@@ -45,8 +45,11 @@ def run_pickled(payload: bytes, on_stop: Optional[Callable[[BaseException], None
     return rets
 
 
-def serve(connection, initializer: Optional[Callable] = None, initargs: tuple = ()) -> None:
-    """The worker's loop: a payload in, its answer out, until the driver sends None or goes away."""
+def serve(connection, initializer: Optional[Callable] = None, initargs: tuple = (),
+          environment: Optional[Dict[str, str]] = None) -> None:
+    """The worker's loop: a payload in, its answer out, until the driver sends None or goes away. `environment`
+    is set first, before any job imports torch (CUDA_VISIBLE_DEVICES: the worker's GPU)."""
+    os.environ.update(environment or {})
     if initializer is not None:
         initializer(*initargs)
     while True:

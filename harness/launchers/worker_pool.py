@@ -33,9 +33,11 @@ STOP_WAIT_S = 120.0  # how long stopped workers get to close their runs (a store
 
 
 class _Worker:
-    def __init__(self, context, initializer, initargs) -> None:
+    def __init__(self, context, initializer, initargs, slot: int = 0, environment: Optional[Dict[str, str]] = None):
         self.connection, theirs = context.Pipe()
-        self.process = context.Process(target=serve, args=(theirs, initializer, initargs), name="harness-worker")
+        self.slot = slot  # a replacement for a worker that died takes its slot (its GPU)
+        self.process = context.Process(target=serve, args=(theirs, initializer, initargs, environment),
+                                       name="harness-worker")
         self.process.start()
         theirs.close()
         self.group: Optional[List[int]] = None  # positions of the jobs it runs now
@@ -58,9 +60,11 @@ def _died(process) -> str:
 
 
 def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: int,
-               threads_of: Callable[[List[tuple]], int]) -> Sequence[JobReturn]:
+               threads_of: Callable[[List[tuple]], int],
+               environments: Sequence[Dict[str, str]] = ()) -> Sequence[JobReturn]:
     """Run the (overrides, idx) `jobs` of each group (positions into `jobs`) on `workers` processes; each
-    group's ensemble on `threads_of(its jobs)` torch threads. The workers' output is printed by this process,
+    group's ensemble on `threads_of(its jobs)` torch threads; worker i with `environments[i]` in its own
+    environment (e.g. the GPU it is pinned to), when given. The workers' output is printed by this process,
     with the sweep's progress (harness/launchers/sweep_progress.py); an ensemble's own bar only when a single
     worker runs."""
     import cloudpickle
@@ -88,7 +92,9 @@ def run_groups(launcher, jobs: List[tuple], groups: List[List[int]], workers: in
                             waiting.popleft()
                 pool = [w for w in pool if w.process.is_alive() or w.group is not None]
                 while waiting and len(pool) < workers:  # at the start, and in place of a worker that died
-                    pool.append(_Worker(context, initializer, initargs))
+                    slot = min(set(range(workers)) - {w.slot for w in pool})
+                    pool.append(_Worker(context, initializer, initargs, slot,
+                                        environments[slot] if slot < len(environments) else None))
                     if pool[-1].give(waiting[0], payload(waiting[0])):
                         waiting.popleft()
                 busy = [w for w in pool if w.group is not None]

@@ -1,0 +1,29 @@
+"""One worker process per GPU on `launcher=local_parallel`: which CUDA devices this machine shows, and the
+environment that pins each worker to its own (CUDA_VISIBLE_DEVICES in the worker's environment, so that
+`trainer.device=auto` or `cuda` is that GPU there)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict, List
+
+NVIDIA_DRIVER = Path("/proc/driver/nvidia/gpus")  # absent: no NVIDIA GPU, and no need to load torch to ask
+
+
+def visible_gpus() -> List[str]:
+    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES names them ('0', '1', ... by default)."""
+    if not NVIDIA_DRIVER.is_dir():
+        return []
+    import torch
+
+    count = torch.cuda.device_count()
+    named = [part.strip() for part in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if part.strip()]
+    return (named or [str(i) for i in range(count)])[:count]
+
+
+def pinned_environments(gpus: List[str], device: str) -> List[Dict[str, str]]:
+    """Worker i's environment: GPU i's CUDA_VISIBLE_DEVICES, for runs on trainer.device auto or cuda (a run
+    that names cuda:N or the CPU chooses for itself: no pinning)."""
+    if device not in ("auto", "cuda"):
+        return []
+    return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
