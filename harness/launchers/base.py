@@ -22,6 +22,7 @@ from tqdm import tqdm
 from harness.config.errors import ConfigError
 from harness.launchers.compose import Job, compose_config, compose_job
 from harness.launchers.ensemble_run import run_ensemble
+from harness.launchers.gpu_workers import pinned_environments, visible_gpus
 from harness.launchers.launch_line import launch_line, write_job_list
 from harness.launchers.sweep_progress import Unit, units_of, watching
 from harness.launchers.worker_pool import run_groups
@@ -145,6 +146,12 @@ class HarnessLauncher(Launcher):
         cap = OmegaConf.select(self.config, "launcher.members") if self.config is not None else None
         return plan(specs, cap, parts, rooms)
 
+    def gpu_pins(self) -> List[Dict[str, str]]:
+        """Worker i's environment pinning it to GPU i, one per visible GPU, for runs on trainer.device auto or
+        cuda ([] without GPUs)."""
+        device = OmegaConf.select(self.config, "trainer.device") if self.config is not None else None
+        return pinned_environments(visible_gpus(), str(device or "auto"))
+
     def announce(self, jobs: List[tuple], groups: List[List[int]], where: str) -> None:
         """The sweep's one line about how its jobs run (`where`: e.g. 'on 2 worker processes')."""
         name = OmegaConf.select(self.config, "launcher.name") if self.config is not None else None
@@ -242,23 +249,28 @@ def job_outcome(ret: JobReturn) -> str:
 class SequentialLauncher(HarnessLauncher):
     """launcher=local: the jobs one after another in this process (Hydra's basic launcher, fed the preflight's
     configs instead of composing each job again). Built-in runs of one shape train together as ensembles,
-    one per core in a worker process each (`launcher.members=1`: one run at a time, in this process)."""
+    one per core in a worker process each, or with GPUs visible one per GPU, each worker pinned to its own
+    (`launcher.members=1`: one run at a time, in this process)."""
 
     def layout(self, jobs: List[tuple]) -> Layout:
-        cores = max(1, os.cpu_count() or 1)
-        groups = self.groups(jobs, parts=cores)
-        if cores > 1 and any(len(group) > 1 for group in groups):
+        gpus = len(self.gpu_pins())
+        parts = gpus or max(1, os.cpu_count() or 1)
+        groups = self.groups(jobs, parts=parts)
+        if parts > 1 and any(len(group) > 1 for group in groups):
             # Ensembles use the cores as one worker process each: a tiny model's ops are too small for torch's
             # intra-op threads, whose spinning workers also collapse when anything else wants a core.
-            workers = min(cores, len(groups))
-            return Layout(groups, workers, f"on {workers} worker process{'es' if workers > 1 else ''}")
+            workers = min(parts, len(groups))
+            return Layout(groups, workers, f"on {workers} worker process{'es' if workers > 1 else ''}"
+                                           + (", one per GPU" if gpus else ""))
         return Layout(groups, 1, ", one after another in this process", in_workers=False)
 
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         groups, workers, where, in_workers = self.layout(jobs)
         self.announce(jobs, groups, where)
         if in_workers:
-            return run_groups(self, jobs, groups, workers, lambda _: 1)
+            pins = self.gpu_pins()
+            threads = max(1, (os.cpu_count() or 1) // len(pins)) if pins else 1  # a GPU's worker has its share
+            return run_groups(self, jobs, groups, workers, lambda _: threads, pins)
         state = Singleton.get_state()
         results: List[JobReturn] = [None] * len(jobs)  # type: ignore[list-item]
         # the runs' own progress bars on a terminal; else the sweep's progress, read from the job folders

@@ -1,4 +1,4 @@
-"""One worker process per GPU on `launcher=local_parallel`: which CUDA devices this machine shows, and the
+"""One worker process per GPU on `launcher=local` and `local_parallel`: which CUDA devices this machine shows, and the
 environment that pins each worker to its own (CUDA_VISIBLE_DEVICES in the worker's environment, so that
 `trainer.device=auto` or `cuda` is that GPU there)."""
 from __future__ import annotations

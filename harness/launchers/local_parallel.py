@@ -8,7 +8,6 @@ from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
 from harness.launchers.base import HarnessLauncher, Layout
-from harness.launchers.gpu_workers import pinned_environments, visible_gpus
 from harness.launchers.worker_pool import run_groups
 
 
@@ -21,13 +20,8 @@ class LocalParallelLauncher(HarnessLauncher):
     each worker pinned to its own; else one per core), threads_per_worker (None = trainer.torch_threads,
     capped at cores // workers when several workers share the cores; a lone worker keeps trainer.torch_threads)."""
 
-    def _pinned(self) -> list:
-        """Each worker's environment pinning it to its GPU ([] without GPUs, or for runs on the CPU)."""
-        device = OmegaConf.select(self.config, "trainer.device") if self.config is not None else None
-        return pinned_environments(visible_gpus(), str(device or "auto"))
-
     def _workers(self) -> int:
-        return max(1, int(self.params.get("workers") or len(self._pinned()) or os.cpu_count() or 1))
+        return max(1, int(self.params.get("workers") or len(self.gpu_pins()) or os.cpu_count() or 1))
 
     def job_overrides(self, overrides: Sequence[str]) -> Sequence[str]:
         extra = []
@@ -52,7 +46,7 @@ class LocalParallelLauncher(HarnessLauncher):
     def dispatch(self, jobs: List[tuple]) -> Sequence[JobReturn]:
         groups, workers, where, _ = self.layout(jobs)
         self.announce(jobs, groups, where)
-        pins = self._pinned()
+        pins = self.gpu_pins()
         return run_groups(self, jobs, groups, workers, lambda members: self._ensemble_threads(members),
                           [pins[slot % len(pins)] for slot in range(workers)] if pins else [])
 
