@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional, get_type_hints
 
 from omegaconf import MISSING
 
+from harness.algorithms.specs import default_params, list_objectives
+
 
 @dataclass
 class ModelConfig:
@@ -217,12 +219,14 @@ ROOT_SCHEMAS = {"run_schema": RunConfig}
 
 
 def register_schemas() -> None:
-    """Register the schemas with Hydra's ConfigStore (idempotent). The launchers' configs come with them
-    (harness.launchers.registry.store_configs)."""
+    """Register the schemas, and each objective's `algo` choice (its spec's defaults), with Hydra's ConfigStore
+    (idempotent). The launchers' configs come with them (harness.launchers.registry.store_configs)."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         cs.store(name=name, node=node)
+    for name in list_objectives():
+        cs.store(group="algo", name=name, node={"name": name, **default_params(name)})
     cs.store(group="hydra/sweeper", name="harness_basic", node=GridSweeperConf)
     cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)
