@@ -9,4 +9,5 @@ from harness.algorithms.specs import get_spec
 def objective_class(name: str) -> type:
     """The class computing `name`; ValueError listing the known names otherwise."""
     module, _, cls = get_spec(name).implementation.partition(":")
-    return getattr(importlib.import_module(f"harness.algorithms.{module}"), cls)
+    return getattr(importlib.import_module(module, package=__package__), cls)  # ".module": harness.algorithms'
+

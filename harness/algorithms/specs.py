@@ -1,8 +1,10 @@
 """The objective registry as data (torch-free): names, families, parameters, defaults and sources.
 
-`SPECS` is the one registry of objectives: what `algo=<name>` accepts, and (by name, imported only when
-an objective is built: `registry.objective_class`) the class that computes it. A new objective is one file
-(its class), one `ObjectiveSpec` line here and a conf/algo/<name>.yaml.
+`SPECS` is the one registry of objectives: what `algo=<name>` accepts, its defaults (the `algo=<name>` choice
+is made from them: harness/config/schema.py stores it in Hydra's ConfigStore), and (by name, imported only
+when an objective is built: `registry.objective_class`) the class that computes it. A new objective is one
+file (its class) and one `ObjectiveSpec`: a line in `_ALL` here, or `register_objective(spec)` from its own
+package.
 """
 from __future__ import annotations
 
@@ -27,12 +29,12 @@ class ObjectiveSpec:
     defaults: overrides of `params_cls` defaults for this name. geometry: the shape of its trust region
     (ratio | absolute-shift | probability-aware | none). source: paper and section. shortcuts: run-level
     shortcut (`delta`, `alpha`) -> the parameter it sets; an absent key means the shortcut is refused.
-    implementation: the class computing it, "module:Class" in harness.algorithms (one class may serve several
-    names, e.g. the four PPO-clipping objectives).
+    implementation: the class computing it, "module:Class": ".module" relative to harness.algorithms, or an
+    absolute module (one class may serve several names, e.g. the four PPO-clipping objectives).
     """
 
     name: str
-    implementation: str  # "module:Class" under harness.algorithms, imported (with torch) only when built
+    implementation: str  # "module:Class" (".module": under harness.algorithms), imported (with torch) when built
     family: str
     params_cls: type
     defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -47,57 +49,73 @@ _CLIP_HIGHER = {"eps_high": 0.28}
 _REG_SRC = "DRPO paper Appendix D.1-D.2 (alternative divergence penalties; adv_weighted=false: 'w/o |A|')"
 
 _ALL = [
-    ObjectiveSpec("pg_is", "baselines:PGIS", "baseline", PGParams, {}, "none",
+    ObjectiveSpec("pg_is", ".baselines:PGIS", "baseline", PGParams, {}, "none",
                   "DPPO paper §5 (PG-IS baseline), Appendix C.1", {}),
-    ObjectiveSpec("cispo", "baselines:CISPO", "baseline", CISPOParams, {}, "none",
+    ObjectiveSpec("cispo", ".baselines:CISPO", "baseline", CISPOParams, {}, "none",
                   "DPPO paper §5 (PG-TIS = CISPO, Chen et al. 2025), Appendix C.1", {}),
-    ObjectiveSpec("grpo", "clipping:RatioClip", "clipping", ClipParams, {}, "ratio",
+    ObjectiveSpec("grpo", ".clipping:RatioClip", "clipping", ClipParams, {}, "ratio",
                   "PPO clip (DRPO paper Eq. 4); alpha relaxation: DPPO paper §6", _ALPHA),
-    ObjectiveSpec("grpo_cliphigher", "clipping:RatioClip", "clipping", ClipParams, _CLIP_HIGHER, "ratio",
+    ObjectiveSpec("grpo_cliphigher", ".clipping:RatioClip", "clipping", ClipParams, _CLIP_HIGHER, "ratio",
                   "DAPO Clip-Higher (Yu et al. 2025); DPPO paper §5, §7", _ALPHA),
-    ObjectiveSpec("minirl", "clipping:RatioClip", "clipping", ClipParams,
+    ObjectiveSpec("minirl", ".clipping:RatioClip", "clipping", ClipParams,
                   {**_CLIP_HIGHER, "anchor": "recompute"}, "ratio",
                   "MiniRL (Zheng et al. 2025): DPPO paper §5.2, Appendix C.1", _ALPHA),
-    ObjectiveSpec("minirl_tis", "clipping:RatioClip", "clipping", ClipParams,
+    ObjectiveSpec("minirl_tis", ".clipping:RatioClip", "clipping", ClipParams,
                   {**_CLIP_HIGHER, "anchor": "recompute", "is_cap": 3.0}, "ratio",
                   "MiniRL-TIS: DPPO paper §5.4, Appendix C.1", _ALPHA),
-    ObjectiveSpec("dppo", "dppo:DPPO", "divergence-mask", DPPOParams, {}, "absolute-shift",
+    ObjectiveSpec("dppo", ".dppo:DPPO", "divergence-mask", DPPOParams, {}, "absolute-shift",
                   "DPPO paper §4.3-4.4 (binary / Top-K TV and KL), Appendix B", _DELTA),
-    ObjectiveSpec("spo", "regularizers:SPO", "regularizer", SPOParams, {}, "ratio",
+    ObjectiveSpec("spo", ".regularizers:SPO", "regularizer", SPOParams, {}, "ratio",
                   "SPO (Xie et al. 2025) as in DRPO paper §2, Eq. 5", {"delta": "eps"}),
-    ObjectiveSpec("drpo", "regularizers:DRPO", "regularizer", DeltaParams, {}, "absolute-shift",
+    ObjectiveSpec("drpo", ".regularizers:DRPO", "regularizer", DeltaParams, {}, "absolute-shift",
                   "DRPO paper §3, Eq. 8-9", _DELTA),
-    ObjectiveSpec("mask_drpo", "regularizers:MaskDRPO", "regularizer", DeltaParams, {}, "absolute-shift",
+    ObjectiveSpec("mask_drpo", ".regularizers:MaskDRPO", "regularizer", DeltaParams, {}, "absolute-shift",
                   "DRPO paper §4.2 ablation: DRPO penalty only outside the DPPO region", _DELTA),
-    ObjectiveSpec("mask_spo", "regularizers:MaskSPO", "regularizer", DeltaParams, {}, "ratio",
+    ObjectiveSpec("mask_spo", ".regularizers:MaskSPO", "regularizer", DeltaParams, {}, "ratio",
                   "DRPO paper §4.2 ablation: SPO penalty only outside the DPPO region", _DELTA),
-    ObjectiveSpec("mask_kl", "regularizers:MaskKL", "regularizer", DeltaParams, {}, "ratio",
+    ObjectiveSpec("mask_kl", ".regularizers:MaskKL", "regularizer", DeltaParams, {}, "ratio",
                   "DRPO paper §4.2 ablation: (log r)^2 penalty only outside the DPPO region", _DELTA),
-    ObjectiveSpec("kl_reg", "penalties:KLReg", "penalty", PenaltyParams, {}, "ratio",
+    ObjectiveSpec("kl_reg", ".penalties:KLReg", "penalty", PenaltyParams, {}, "ratio",
                   _REG_SRC + "; K1 KL, PPO-KL", _DELTA),
-    ObjectiveSpec("k3_reg", "penalties:K3Reg", "penalty", PenaltyParams, {}, "ratio",
+    ObjectiveSpec("k3_reg", ".penalties:K3Reg", "penalty", PenaltyParams, {}, "ratio",
                   _REG_SRC + "; K3 KL", _DELTA),
-    ObjectiveSpec("tv_reg", "penalties:TVReg", "penalty", PenaltyParams, {}, "ratio",
+    ObjectiveSpec("tv_reg", ".penalties:TVReg", "penalty", PenaltyParams, {}, "ratio",
                   _REG_SRC + "; sampled TV", _DELTA),
-    ObjectiveSpec("bandpo", "bandpo:BandPO", "band", BandPOParams, {}, "probability-aware",
+    ObjectiveSpec("bandpo", ".bandpo:BandPO", "band", BandPOParams, {}, "probability-aware",
                   "BandPO paper §5.5-5.6 (bounds), §6.3 (Relaxed-Band), §9.6 (solver)", _DELTA),
 ]
+
+
+def _add(out: Dict[str, ObjectiveSpec], spec: ObjectiveSpec) -> None:
+    """The spec checked and added; ValueError (one line) for a name registered twice or a malformed spec."""
+    problem = ("is already registered" if spec.name in out else
+               f"has an unknown geometry {spec.geometry!r} (one of {', '.join(GEOMETRIES)})"
+               if spec.geometry not in GEOMETRIES else
+               "has params that do not extend AnchorParams" if not issubclass(spec.params_cls, AnchorParams) else
+               "has a default for an unknown parameter" if not set(spec.defaults) <= set(rules(spec.params_cls)) else
+               f"has an unknown shortcut (one of {', '.join(SHORTCUTS)})" if not set(spec.shortcuts) <= set(SHORTCUTS)
+               else "" if ":" in spec.implementation else "names no class as 'module:Class'")
+    if problem:
+        raise ValueError(f"objective {spec.name!r} {problem}")
+    out[spec.name] = spec
+
 
 def registry(entries: List[ObjectiveSpec]) -> Dict[str, ObjectiveSpec]:
     """Name -> spec, each entry checked; ValueError for a name registered twice."""
     out: Dict[str, ObjectiveSpec] = {}
     for spec in entries:
-        if spec.name in out:
-            raise ValueError(f"objective {spec.name!r} is already registered")
-        assert spec.geometry in GEOMETRIES, f"{spec.name}: unknown geometry {spec.geometry!r}"
-        assert issubclass(spec.params_cls, AnchorParams), f"{spec.name}: params must extend AnchorParams"
-        assert set(spec.defaults) <= set(rules(spec.params_cls)), f"{spec.name}: default for unknown parameter"
-        assert set(spec.shortcuts) <= set(SHORTCUTS), f"{spec.name}: unknown shortcut"
-        out[spec.name] = spec
+        _add(out, spec)
     return out
 
 
 SPECS: Dict[str, ObjectiveSpec] = registry(_ALL)
+
+
+def register_objective(spec: ObjectiveSpec) -> ObjectiveSpec:
+    """Add an objective from outside this module (its class in its own package: an absolute implementation
+    path); `algo=<name>` selects it once the configs are next stored with Hydra (every composition does)."""
+    _add(SPECS, spec)
+    return spec
 
 # dppo's delta depends on the divergence when left null (DPPO paper: TV 0.15, KL 0.05).
 DPPO_DEFAULT_DELTA = {"binary_tv": 0.15, "topk_tv": 0.15, "binary_kl": 0.05, "topk_kl": 0.05}

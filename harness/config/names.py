@@ -8,17 +8,23 @@ CONFIG_NAME = "config"  # the primary config: conf/config.yaml
 CONFIG_MODULE = "harness.conf"
 GROUPS = ("model", "dataset", "precision", "algo", "trainer", "launcher", "sweeper", "tracking", "experiment",
           "debug")
-LAUNCHERS = ("local", "local_parallel", "submitit_local", "slurm")  # launcher=<name>; hydra_plugins/ has their classes
 
 
 def group_options(group: str) -> List[str]:
-    """The choices of a config group (its conf/<group>/*.yaml)."""
+    """The choices of a config group: its conf/<group>/*.yaml and what is registered in Hydra's ConfigStore
+    (`algo` from the objectives' specs, `launcher` from the launcher registry, once stored)."""
+    from hydra.core.config_store import ConfigStore  # Hydra is loaded by then: these names answer its errors
+
     try:
         folder = resources.files(CONFIG_MODULE) / group
-        return sorted(p.name[:-5] for p in folder.iterdir()
-                      if p.name.endswith(".yaml") and not p.name.startswith("_"))
+        files = [p.name for p in folder.iterdir()]
     except (FileNotFoundError, NotADirectoryError, ModuleNotFoundError):
-        return []
+        files = []
+    try:
+        stored = ConfigStore.instance().list(group)
+    except (OSError, ValueError):
+        stored = []
+    return sorted({name[:-5] for name in [*files, *stored] if name.endswith(".yaml") and not name.startswith("_")})
 
 
 MOST_CHANGED = 0.4  # a name is offered when at most this share of the longer of the two names is changed

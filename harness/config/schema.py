@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional, get_type_hints
 
 from omegaconf import MISSING
 
+from harness.algorithms.specs import default_params, list_objectives
+
 
 @dataclass
 class ModelConfig:
@@ -191,28 +193,10 @@ class RunConfig:
 
 
 @dataclass
-class SequentialLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.plugins.SequentialLauncher"
-
-
-@dataclass
 class GridSweeperConf:
     _target_: str = "hydra_plugins.harness_launcher.plugins.GridSweeper"
     max_batch_size: Optional[int] = None
     params: Optional[Dict[str, str]] = None
-
-
-@dataclass
-class LocalParallelLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.plugins.LocalParallelLauncher"
-    workers: Optional[int] = None
-    threads_per_worker: Optional[int] = None
-
-
-@dataclass
-class SubmititLauncherConf:
-    _target_: str = "hydra_plugins.harness_launcher.plugins.SubmititLauncher"
-    cluster: str = "slurm"  # slurm | local; the profile and its overrides come from the run's `launcher`
 
 
 @dataclass
@@ -235,14 +219,14 @@ ROOT_SCHEMAS = {"run_schema": RunConfig}
 
 
 def register_schemas() -> None:
-    """Register the schemas with Hydra's ConfigStore (idempotent)."""
+    """Register the schemas, and each objective's `algo` choice (its spec's defaults), with Hydra's ConfigStore
+    (idempotent). The launchers' configs come with them (harness.launchers.registry.store_configs)."""
     from hydra.core.config_store import ConfigStore
 
     cs = ConfigStore.instance()
     for name, node in ROOT_SCHEMAS.items():
         cs.store(name=name, node=node)
-    cs.store(group="hydra/launcher", name="harness_local", node=SequentialLauncherConf)
-    cs.store(group="hydra/launcher", name="harness_local_parallel", node=LocalParallelLauncherConf)
-    cs.store(group="hydra/launcher", name="harness_submitit", node=SubmititLauncherConf)
+    for name in list_objectives():
+        cs.store(group="algo", name=name, node={"name": name, **default_params(name)})
     cs.store(group="hydra/sweeper", name="harness_basic", node=GridSweeperConf)
     cs.store(group="hydra/sweeper", name="harness_optuna", node=OptunaSweeperConf)

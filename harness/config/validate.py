@@ -20,7 +20,7 @@ from harness.algorithms.params import ANCHORS
 from harness.config.errors import ConfigError
 from harness.config.limits import CPU_MEMBERS, MAX_MEMBERS
 from harness.config.memory import check_builtin_memory
-from harness.config.names import LAUNCHERS, did_you_mean, group_options
+from harness.config.names import did_you_mean, group_options
 from harness.config.profiles import profile_for
 from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
 from harness.infra.secrets import scrub
@@ -38,6 +38,9 @@ MAX_TRAIN_SIZE = 1_000_000
 # memory model, which sit above config, so the trainers register them (harness.trainers.checks_for) and the
 # layer that validates hands them in.
 TrainerChecks = Callable[[str], Iterable[Callable[[DictConfig], None]]]
+# A launcher's checks of a run config that selects it, by name (harness.launchers.registry.checks_for: its entry
+# names them); ConfigError naming the allowed launchers for an unknown one.
+LauncherChecks = TrainerChecks
 
 
 def _check(cfg: DictConfig, key: str, ok: Callable[[Any], bool], allowed: str) -> None:
@@ -108,8 +111,13 @@ def _validate_run_sections(cfg: DictConfig) -> None:
         if scheme not in ALLOWED_TRACKING_SCHEMES:
             raise ConfigError(f"{source}={scrub(uri)!r} has an unknown scheme {scheme!r}: "
                               f"use one of {', '.join(ALLOWED_TRACKING_SCHEMES)}")
-    if cfg.trainer.name == "builtin" and cfg.launcher.name in ("local", "local_parallel"):
-        check_builtin_memory(cfg)  # a run elsewhere (Slurm) is sized against its own node
+
+
+def check_builtin_memory_here(cfg: DictConfig) -> None:
+    """A launcher running jobs on this machine: a built-in run must fit its memory (a run elsewhere, on Slurm,
+    is sized against its own node)."""
+    if cfg.trainer.name == "builtin":
+        check_builtin_memory(cfg)
 
 
 def _tracking_uri(cfg: DictConfig) -> Tuple[Any, str]:
@@ -129,32 +137,36 @@ def _is_loopback(host: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
-def _check_tracking_reachable(cfg: DictConfig) -> None:
+def check_tracking_reachable(cfg: DictConfig) -> None:
     """A Slurm job runs on a compute node, where a loopback address is that node, not the tracking server's."""
     uri, source = _tracking_uri(cfg)
-    if cfg.launcher.name != "slurm" or cfg.tracking.backend != "mlflow" or uri is None:
+    if cfg.tracking.backend != "mlflow" or uri is None:
         return
     host = urlparse(uri).hostname
     if not host or not _is_loopback(host) or profile_for(cfg.launcher).allow_loopback_tracking:
         return
-    raise ConfigError(f"{source}={scrub(uri)!r} is not allowed with launcher=slurm: on a compute node {host} is the "
-                      f"node itself, so its metrics would only spool; set tracking.uri=http://<login-node>:5000 "
-                      f"(python -m harness server --host 0.0.0.0 there), or launcher.allow_loopback_tracking=true "
-                      f"if the cluster is this machine")
+    raise ConfigError(f"{source}={scrub(uri)!r} is not allowed with launcher={cfg.launcher.name}: on a compute "
+                      f"node {host} is the node itself, so its metrics would only spool; set "
+                      f"tracking.uri=http://<login-node>:5000 (python -m harness server --host 0.0.0.0 there), or "
+                      f"launcher.allow_loopback_tracking=true if the cluster is this machine")
 
 
-def _validate_launcher(cfg: DictConfig) -> None:
-    _check(cfg, "launcher.name", lambda v: v in LAUNCHERS, f"one of {', '.join(LAUNCHERS)}")
+def check_profile(cfg: DictConfig) -> None:
+    """A launcher reading a cluster profile: `launcher.profile` names one."""
+    try:
+        profile_for(cfg.launcher)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _validate_launcher(cfg: DictConfig, launcher_checks: LauncherChecks) -> None:
+    checks = launcher_checks(cfg.launcher.name)  # an unknown name is refused here
     _check(cfg, "launcher.workers", lambda v: v is None or v >= 1, "null (one per core) or an integer >= 1")
     _check(cfg, "launcher.members", lambda v: v is None or 1 <= v <= MAX_MEMBERS,
            f"null (runs of one shape train together, as many as fit in memory) or an integer from 1 (each run "
            f"alone) to {MAX_MEMBERS} (on a CPU at most {CPU_MEMBERS} train together)")
-    if cfg.launcher.name in ("slurm", "submitit_local"):
-        try:
-            profile_for(cfg.launcher)
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
-    _check_tracking_reachable(cfg)
+    for check in checks:
+        check(cfg)
 
 
 def _leaves(node: Any, prefix: str = "") -> Iterator[Tuple[str, Any]]:
@@ -236,17 +248,19 @@ def _validate_algo(cfg: DictConfig) -> None:
             cfg.algo[key] = value
 
 
-def validate(cfg: DictConfig, overrides: Sequence[str] = (), *, trainer_checks: TrainerChecks) -> DictConfig:
+def validate(cfg: DictConfig, overrides: Sequence[str] = (), *, trainer_checks: TrainerChecks,
+             launcher_checks: LauncherChecks) -> DictConfig:
     """Return the run config with shortcuts applied and every value checked (the input is not changed).
     `overrides`: the job's command-line overrides, to refuse a shortcut that contradicts an explicit key;
-    `trainer_checks`: a trainer's name -> its own checks (harness.trainers.checks_for)."""
+    `trainer_checks`: a trainer's name -> its own checks (harness.trainers.checks_for); `launcher_checks`: a
+    launcher's name -> its own checks (harness.launchers.registry.checks_for)."""
     cfg = copy.deepcopy(cfg)
     _refuse_unread_keys(cfg)
     _refuse_non_finite(cfg)
     _apply_shortcuts(cfg, overrides)
     _validate_algo(cfg)
     _validate_run_sections(cfg)
-    _validate_launcher(cfg)
+    _validate_launcher(cfg, launcher_checks)
     for check in trainer_checks(cfg.trainer.name):
         check(cfg)
     return cfg

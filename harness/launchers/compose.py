@@ -23,8 +23,8 @@ from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 from harness.config.overrides import expand_sweep, fixed_overrides
-from harness.config.schema import register_schemas
 from harness.config.validate import validate
+from harness.launchers.registry import checks_for as launcher_checks, store_configs
 from harness.trainers import checks_for
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def hydra_session() -> Iterator[None]:
     """Hydra initialized on the harness's configs for the compositions inside (the previous state restored)."""
     from hydra import initialize_config_module
 
-    register_schemas()
+    store_configs()
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3", job_name=JOB_NAME):
         yield
 
@@ -87,7 +87,7 @@ def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Opti
 
 def validated(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """The run config validated (harness/config/validate.py), with the checks its trainer registered."""
-    return validate(cfg, overrides, trainer_checks=checks_for)
+    return validate(cfg, overrides, trainer_checks=checks_for, launcher_checks=launcher_checks)
 
 
 def task_config(full: DictConfig) -> DictConfig:

@@ -17,20 +17,18 @@ from omegaconf import OmegaConf
 
 from harness.launchers.compose import Job
 from harness.config.profiles import profile_for
-from harness.launchers.base import HarnessLauncher, SequentialLauncher
+from harness.launchers.base import HarnessLauncher
 from harness.launchers.launch_line import grouping
-from harness.launchers.local_parallel import LocalParallelLauncher
+from harness.launchers.registry import plugin_class_named
 from harness.launchers.sbatch_lines import sbatch_lines
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.step_cost import ROUGH_START_S, step_costs
-from harness.launchers.submitit_launcher import SubmititLauncher
 from harness.launchers.sweep_progress import clock
 from harness.tracking.store import experiment_name, output_root, tracking_uri
 from harness.trainers.checkpoint import checkpoint_paths, checkpoint_step
 from harness.trainers.ensemble.grouping import shape_key
 
-DEFAULT_PROFILE = "test_cluster"  # conf/launcher/slurm.yaml's launcher.profile
-LAUNCHERS = {cls.__name__: cls for cls in (SequentialLauncher, LocalParallelLauncher, SubmititLauncher)}
+DEFAULT_PROFILE = "test_cluster"  # launcher=slurm's launcher.profile (harness/launchers/registry.py)
 
 
 @dataclass
@@ -151,7 +149,7 @@ def plan_lines(launcher, jobs: Sequence[Job], continued: Optional[Path] = None,
 def launcher_for(jobs: Sequence[Job]) -> HarnessLauncher:
     """The launcher Hydra would make for `jobs` (composed elsewhere, e.g. a named sweep's grid), holding them."""
     node = OmegaConf.to_container(jobs[0].config.hydra.launcher, resolve=True)
-    launcher = LAUNCHERS[str(node.pop("_target_")).rsplit(".", 1)[-1]](**node)
+    launcher = plugin_class_named(str(node.pop("_target_")).rsplit(".", 1)[-1])(**node)
     launcher.config = jobs[0].config
     launcher.prepared = {tuple(job.overrides): job for job in jobs}
     return launcher

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.launchers.compose import Job, composed_spec
 from harness.launchers.folder_claims import check_output_folders, check_resume_source
+from harness.launchers.registry import runs_here
 from harness.config.profiles import check_partition, profile_for
 from harness.infra.refused import Refused
 from harness.tracking.store import prepare_stores
@@ -28,7 +29,7 @@ def check_jobs(jobs: Sequence[Job], multirun: bool) -> None:
         _check_resumes(jobs)
     except ValueError as err:
         raise Refused(str(err).splitlines()[0]) from None
-    prepare_stores(specs)
+    prepare_stores([spec for spec in specs if not runs_here(spec)])  # jobs here create their own
 
 
 def print_dry_run(jobs: Sequence[Job]) -> bool:

@@ -21,7 +21,6 @@ from harness.tracking.params import scrub
 from harness.tracking.ui import set_default_view
 
 LOCK_NAME = ".mlruns.lock"
-LOCAL_LAUNCHERS = ("local", "local_parallel")  # jobs run in this process or its workers
 
 
 def default_root() -> Path:
@@ -123,13 +122,13 @@ def store_exists(cfg: DictConfig) -> bool:
 
 
 def prepare_stores(configs: Iterable[DictConfig]) -> None:
-    """Create every store that jobs submitted elsewhere will write to, once, before any of them starts.
+    """Create every store that `configs` (jobs submitted elsewhere) will write to, once, before any starts.
 
-    Jobs run on this machine (LOCAL_LAUNCHERS) are left to create theirs (`ensure_experiment`, in their
-    tracker): the CLI does not wait on MLflow for them."""
+    The caller leaves out jobs run on this machine: they create theirs (`ensure_experiment`, in their tracker),
+    so the CLI does not wait on MLflow for them."""
     seen = set()
     for cfg in configs:
-        if cfg.tracking.backend != "mlflow" or cfg.launcher.name in LOCAL_LAUNCHERS:
+        if cfg.tracking.backend != "mlflow":
             continue
         key = (tracking_uri(cfg), experiment_name(cfg))
         if key in seen:

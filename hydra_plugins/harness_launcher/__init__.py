@@ -5,12 +5,13 @@ any of these modules imports this one first."""
 
 
 def register_with_hydra() -> None:
-    """Register our launchers and sweepers with Hydra explicitly: Hydra's own scan of `hydra_plugins` cannot list
-    modules through an editable install's import hook."""
+    """Register our launchers (every entry of harness/launchers/registry.py, those registered since import
+    too) and sweepers with Hydra explicitly: Hydra's own scan of `hydra_plugins` cannot list modules through an
+    editable install's import hook."""
     from hydra.core.plugins import Plugins
 
-    from hydra_plugins.harness_launcher.plugins import PLUGINS  # the launchers load only when Hydra launches
+    from hydra_plugins.harness_launcher.plugins import plugins  # the launchers load only when Hydra launches
 
-    plugins = Plugins.instance()
-    for cls in PLUGINS:
-        plugins.register(cls)
+    registry = Plugins.instance()
+    for cls in plugins():
+        registry.register(cls)

@@ -20,7 +20,7 @@ from hydra.errors import SearchPathException
 from hydra.types import RunMode
 
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
-from harness.config.schema import register_schemas
+from harness.launchers.registry import store_configs
 from harness.launchers.job import run_job as task
 from hydra_plugins.harness_launcher import register_with_hydra
 from hydra_plugins.harness_launcher.arguments import parse_hydra_args
@@ -31,7 +31,7 @@ CONFIG_PATH = f"pkg://{CONFIG_MODULE}"
 
 def run_hydra(argv: List[str]) -> Any:
     """Hydra's command line on `argv`; what the run or sweep returned (None for a command that runs nothing)."""
-    register_schemas()
+    store_configs()
     register_with_hydra()
     saved = sys.argv
     sys.argv = [saved[0] if saved else "harness"] + argv

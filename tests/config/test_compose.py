@@ -1,4 +1,6 @@
-"""Every shipped config composes and validates; shortcuts land on the selected objective."""
+"""Every shipped config composes and validates; shortcuts land on the selected objective. The `algo` and
+`launcher` choices are made from their registries (harness/algorithms/specs.py, harness/launchers/registry.py),
+the other groups are conf/<group>/*.yaml."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,17 +12,25 @@ from harness.algorithms import default_params, list_objectives, validate_params
 from harness.config.overrides import expand_sweep
 from harness.launchers.compose import compose, preflight
 from harness.launchers.compose import validated as validate
+from harness.launchers.registry import launcher_names, launchers
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 GROUPS = ["model", "dataset", "precision", "algo", "trainer", "launcher", "tracking", "experiment", "debug"]
 
 
+REGISTERED = {"algo": list_objectives, "launcher": launcher_names}
+
+
 def shipped(group: str):
+    if group in REGISTERED:
+        return sorted(REGISTERED[group]())
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
 
 def backend_for(group: str, choice: str) -> list:
     """Presets of the papers' models and datasets run on verl; everything else composes with the default."""
+    if group in REGISTERED:
+        return []
     data = yaml.safe_load((CONF / group / f"{choice}.yaml").read_text()) or {}
     from harness.trainers.builtin.tasks import TASKS
 
@@ -31,15 +41,30 @@ def backend_for(group: str, choice: str) -> list:
 @pytest.mark.parametrize("group,choice", [(g, c) for g in GROUPS for c in shipped(g)])
 def test_every_shipped_choice_composes_and_validates(group, choice):
     cfg = validate(compose([*backend_for(group, choice), f"{group}={choice}"]))
-    data = yaml.safe_load((CONF / group / f"{choice}.yaml").read_text())
     if group in ("model", "dataset", "precision", "trainer"):
+        data = yaml.safe_load((CONF / group / f"{choice}.yaml").read_text())
         assert cfg[group].name == data["name"]
-    if group == "launcher":  # launcher files are global: they also set hydra.launcher
-        assert cfg.launcher.name == data["launcher"]["name"] == choice
+    if group in REGISTERED:
+        assert cfg[group].name == choice
+
+
+@pytest.mark.parametrize("entry", launchers(), ids=lambda entry: entry.name)
+def test_every_launcher_choice_sets_its_entrys_settings_and_plugin(entry):
+    """launcher=<name> is global, as its YAML file was: the run config's `launcher` node and hydra.launcher."""
+    from harness.launchers.compose import compose_config, hydra_session
+
+    with hydra_session():
+        config = compose_config([f"launcher={entry.name}"])
+    assert {key: config.launcher[key] for key in entry.settings} == dict(entry.settings)
+    node = config.hydra.launcher
+    assert node._target_ == f"hydra_plugins.harness_launcher.plugins.{entry.class_name}"
+    assert {key: node[key] for key in entry.hydra_settings} == {
+        key: config.launcher.workers if value == "${launcher.workers}" else value
+        for key, value in entry.hydra_settings.items()}
+    assert config.hydra.runtime.choices["hydra/launcher"] == entry.hydra_config
 
 
 def test_every_objective_has_a_config_with_its_defaults():
-    assert shipped("algo") == sorted(list_objectives())
     for name in list_objectives():
         cfg = validate(compose([f"algo={name}"]))
         params = {k: v for k, v in cfg.algo.items() if k != "name"}

@@ -105,6 +105,84 @@ def test_a_module_named_up_a_layer_is_found(tmp_path):
     assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate", "harness.reports.kinds"], found
 
 
+DYNAMIC_IMPORTS = {"import_module", "__import__", "find_spec"}  # importlib's, the builtin, importlib.util's
+
+
+def _static_text(node: ast.AST) -> str:
+    """What a module-name argument holds as far as it is fixed in the source: a constant, an f-string's or a
+    concatenation's fixed start; '' when nothing is fixed."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _static_text(node.left)
+    return ""
+
+
+def _dynamic_targets(tree: ast.AST, package: str) -> list:
+    """(line, module) of each importlib.import_module / __import__ / importlib.util.find_spec call whose target
+    names a harness module: absolute, or relative to its `package` argument (`__package__`: this file's)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if name not in DYNAMIC_IMPORTS:
+            continue
+        target = _static_text(node.args[0])
+        anchor = next((kw.value for kw in node.keywords if kw.arg == "package"),
+                      node.args[1] if name != "__import__" and len(node.args) > 1 else None)
+        if target.startswith(".") and anchor is not None:
+            base = package if isinstance(anchor, ast.Name) and anchor.id == "__package__" else _static_text(anchor)
+            dots = len(target) - len(target.lstrip("."))
+            parts = base.split(".")[:len(base.split(".")) - dots + 1] if base else []
+            target = ".".join([*parts, target.lstrip(".")]) if parts else ""
+        module = target.rstrip(".").partition(":")[0]
+        if module.split(".")[0] == "harness" and "." in module:
+            found.append((node.lineno, module))
+    return found
+
+
+def dynamic_imports_across_layers(root: Path = REPO) -> list:
+    """'file:line -> module' for each dynamic import (importlib.import_module, __import__, find_spec) whose
+    target, as fixed in the source, is a harness module of another layer: the layers contract sees import
+    statements only, so a dynamic import stays inside its own layer (a registry hands a higher one's in)."""
+    heights = layer_order(root)
+    found = []
+    for path in sorted((root / "harness").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        package = ".".join(parts[:-1])  # __package__, of a module and of a package's __init__ alike
+        mine = heights.get(parts[1])  # a layer: a package (config) or a module (cli)
+        for line, module in _dynamic_targets(ast.parse(path.read_text(encoding="utf-8")), package):
+            theirs = heights.get(module.split(".")[1])
+            if mine is not None and theirs is not None and theirs != mine:
+                found.append(f"{path.relative_to(root)}:{line} -> {module}")
+    return found
+
+
+def test_no_dynamic_import_reaches_across_layers():
+    assert dynamic_imports_across_layers() == []
+
+
+def test_a_dynamic_import_across_layers_is_found(tmp_path):
+    """Planted on a copy: absolute, relative to __package__, concatenated, f-string and find_spec targets."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "harness", copy / "harness")
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    culprit = copy / "harness" / "config" / "validate.py"
+    culprit.write_text(culprit.read_text() + "\n\ndef _reach(name):\n"
+                       "    importlib.import_module('harness.trainers.verl.validate')\n"
+                       "    importlib.import_module('..reports.registry', package=__package__)\n"
+                       "    __import__('harness.sweeps.' + name)\n"
+                       "    importlib.util.find_spec(f'harness.launchers.{name}')\n"
+                       "    importlib.import_module('.names', __package__)  # its own layer: allowed\n"
+                       "    importlib.import_module(name)  # nothing fixed: the string check covers registries\n")
+    found = [f.split(" -> ")[1] for f in dynamic_imports_across_layers(copy)]
+    assert found == ["harness.trainers.verl.validate", "harness.reports.registry", "harness.sweeps",
+                     "harness.launchers"], found
+
+
 def test_the_layers_contract_holds():
     """`lint-imports` (import-linter) reads the contracts from pyproject.toml; it fails on any import that
     points up a layer, or on a package folder the contract does not name."""

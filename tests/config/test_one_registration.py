@@ -1,0 +1,129 @@
+"""An extension is one module plus one registration: a new objective and a new launcher, each a class in a
+package of their own and one call of the public registration function, are selected by `algo=` and
+`launcher=`, composed and validated as the shipped ones, and run: the objective computes the loss of a 1-step
+run, the launcher launches a 1-job sweep. Real processes, Hydra composition and MLflow store; nothing mocked."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+OBJECTIVE = '''
+from harness.algorithms.baselines import PGIS
+
+
+class HalvedPG(PGIS):
+    """Half of pg_is's surrogate; its own metric shows that this class computed the loss."""
+
+    def _surrogate(self, b):
+        return 0.5 * super()._surrogate(b)
+
+    def _extra_metrics(self, b):
+        return {"halved_tokens": b.adv.new_tensor(float(b.logp.numel() if b.mask is None else b.mask.sum()))}
+'''
+
+LAUNCHER = '''
+from pathlib import Path
+
+from harness.launchers.base import SequentialLauncher
+
+
+class StampingLauncher(SequentialLauncher):
+    """launcher=local's way of running jobs, leaving a stamp in the sweep folder that it launched them."""
+
+    def launch(self, job_overrides, initial_job_idx):
+        returns = super().launch(job_overrides, initial_job_idx)
+        folder = Path(self.config.hydra.sweep.dir)
+        (folder / "stamp.txt").write_text(f"{type(self).__module__}.{type(self).__name__} {len(returns)}")
+        return returns
+'''
+
+# the two registrations: one call each of the public registration functions
+REGISTRATIONS = '''
+from harness.algorithms.params import PGParams
+from harness.algorithms.specs import ObjectiveSpec, register_objective
+from harness.launchers.registry import LauncherEntry, register_launcher
+
+register_objective(ObjectiveSpec("halved_pg", "harness_ext.halved:HalvedPG", "baseline", PGParams))
+register_launcher(LauncherEntry("stamping", "harness_ext.stamping:StampingLauncher", "a test's launcher"))
+'''
+
+# The command line with the extension imported: spawned workers import the main module again, so the
+# registrations hold in every process of the run.
+DRIVER = '''
+import sys
+
+import harness_ext  # noqa: F401  (registers the objective and the launcher)
+from harness.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _extension(root: Path) -> Path:
+    package = root / "harness_ext"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(textwrap.dedent(REGISTRATIONS))
+    (package / "halved.py").write_text(textwrap.dedent(OBJECTIVE))
+    (package / "stamping.py").write_text(textwrap.dedent(LAUNCHER))
+    (root / "driver.py").write_text(textwrap.dedent(DRIVER))
+    return root / "driver.py"
+
+
+def _harness(driver: Path, args, out: Path) -> subprocess.CompletedProcess:
+    path = os.pathsep.join([str(driver.parent), str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path,
+           "HARNESS_OUTPUT_ROOT": str(out), "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlruns.db"}
+    return subprocess.run([sys.executable, str(driver), *args], cwd=out, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.mark.e2e  # the command line in real processes: a run and a sweep
+def test_a_registered_objective_and_launcher_run(tmp_path, warm_cache):
+    driver = _extension(tmp_path / "ext")
+    out = tmp_path / "out"
+    out.mkdir()
+    fast = ["debug=quick", "trainer.steps=1", f"cache_dir={warm_cache}"]
+
+    shown = _harness(driver, ["algo=halved_pg", "algo.is_cap=2.0", "--cfg", "job"], out)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert yaml.safe_load(shown.stdout)["algo"] == {"name": "halved_pg", "anchor": "rollout", "is_cap": 2.0}
+
+    run = _harness(driver, [*fast, "algo=halved_pg", "launcher.members=1"], out)
+    assert run.returncode == 0, run.stderr[-3000:]
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{out}/mlruns.db")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert runs[0].data.params["algo.name"] == "halved_pg"
+    assert runs[0].data.metrics["objective/halved_tokens"] > 0, sorted(runs[0].data.metrics)
+
+    sweep = _harness(driver, ["multirun", *fast, "launcher=stamping", "algo=halved_pg", "seed=3"], out)
+    assert sweep.returncode == 0, sweep.stderr[-3000:]
+    [stamp] = out.glob("multirun/*/*/stamp.txt")
+    assert stamp.read_text() == "hydra_plugins.harness_launcher.plugins.StampingLauncher 1"
+    job = stamp.parent / "0"
+    assert (job / "status.txt").read_text().strip() == "FINISHED"
+    assert "hydra/launcher: harness_stamping" in (job / ".hydra" / "hydra.yaml").read_text()
+
+
+def test_a_registered_name_is_refused_twice(tmp_path):
+    """One registration per name: a second objective or launcher under a taken name is one line."""
+    probe = ("from harness.algorithms.specs import SPECS, register_objective\n"
+             "from harness.launchers.registry import entry_for, register_launcher\n"
+             "for register, entry in ((register_objective, SPECS['dppo']),\n"
+             "                        (register_launcher, entry_for('slurm'))):\n"
+             "    try:\n        register(entry)\n    except ValueError as err:\n        print(err)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.splitlines() == ["objective 'dppo' is already registered",
+                                        "launcher 'slurm' is already registered"], done.stderr[-2000:]
