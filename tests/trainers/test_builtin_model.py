@@ -1,6 +1,10 @@
+import pytest
 import torch
+from omegaconf import OmegaConf
+from transformers import Qwen2Config, Qwen2ForCausalLM
 
-from harness.trainers.builtin.model import build_model, token_logprobs
+from harness.trainers.builtin.model import build_model, plain_qwen3, token_logprobs
+from harness.trainers.ensemble.solo import SoloTrainer
 
 from conftest import tiny_model_cfg
 
@@ -49,3 +53,30 @@ def test_token_logprobs_scores_each_continuation_token(model_cfg):
         torch.testing.assert_close(logp[:, j], expected, atol=1e-5, rtol=0)
     logp.sum().backward()
     assert model.model.embed_tokens.weight.grad is not None
+
+
+def test_plain_qwen3_is_what_the_stacked_model_computes(model_cfg):
+    model = build_model(model_cfg, vocab_size=48, seed=0)
+    assert plain_qwen3(model)
+    model.config.attention_bias = True
+    assert not plain_qwen3(model)
+    model.config.attention_bias = False
+    model.config.use_sliding_window = True
+    assert not plain_qwen3(model)
+    assert not plain_qwen3(torch.nn.Linear(2, 2))
+
+
+def test_a_checkpoint_of_another_architecture_is_refused_in_one_line(tmp_path):
+    """A `model.path` checkpoint the stacked model does not compute (here Qwen2: attention biases) has no other
+    path through the built-in trainer: it is refused before anything is built."""
+    config = Qwen2Config(vocab_size=48, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2)
+    Qwen2ForCausalLM(config).save_pretrained(tmp_path / "qwen2")
+    build_model(tiny_model_cfg(), vocab_size=48, seed=0).save_pretrained(tmp_path / "qwen3")
+    assert plain_qwen3(build_model(tiny_model_cfg(path=tmp_path / "qwen3"), vocab_size=48, seed=0))
+    cfg = OmegaConf.create({"model": {"path": str(tmp_path / "qwen2")}})
+    with pytest.raises(ValueError) as refused:
+        SoloTrainer(cfg, tmp_path / "run", tracker=None)
+    message = str(refused.value)
+    assert message.startswith(f"model.path={tmp_path / 'qwen2'}: ") and "trainer=verl" in message
+    assert "\n" not in message and not (tmp_path / "run").exists()

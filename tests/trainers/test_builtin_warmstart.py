@@ -10,9 +10,11 @@ import torch
 
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.precision import precision_spec
-from harness.trainers.builtin.rollout import RolloutEngine, evaluate_accuracy
 from harness.trainers.builtin.tasks import Problem, build_task
-from harness.trainers.builtin.warmstart import supervised_batch, warm_start, warmstart_key
+from harness.trainers.builtin import warmstart
+from harness.trainers.builtin.warmstart import accuracy, supervised_batch, warm_start, warmstart_key
+from harness.trainers.ensemble.stacked_model import StackedQwen3
+from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
 from conftest import dataset_cfg, tiny_model_cfg
 
@@ -71,6 +73,17 @@ def test_cache_key_covers_everything_that_changes_the_result(tokenizer, model_cf
     assert len({key, *variants}) == 1 + len(variants)
 
 
+def test_the_key_of_a_warm_start_with_a_target_names_the_sampler_of_its_probe(tokenizer, model_cfg, monkeypatch):
+    """Its stopping step follows the probe's samples: entries of another sampler are not reused. Without a target
+    nothing is sampled and the key stays."""
+    model, task = build_model(model_cfg, len(tokenizer), seed=0), build_task(dataset_cfg())
+    targeted, plain = _warm_cfg(target_accuracy=0.3), _warm_cfg()
+    keys = (warmstart_key(model, tokenizer, task, targeted, 0), warmstart_key(model, tokenizer, task, plain, 0))
+    monkeypatch.setattr(warmstart, "PROBE_SAMPLER", warmstart.PROBE_SAMPLER + 1)
+    assert warmstart_key(model, tokenizer, task, targeted, 0) != keys[0]
+    assert warmstart_key(model, tokenizer, task, plain, 0) == keys[1]
+
+
 def test_target_accuracy_stops_training_early(tokenizer, model_cfg, tmp_path):
     # One-digit addition with a zero target: the first check (after CHECK_EVERY steps) already meets it.
     task = build_task(dataset_cfg(difficulty=1, eval_size=4))
@@ -88,9 +101,9 @@ def test_target_accuracy_lands_a_base_model_in_the_useful_band(tokenizer, tmp_pa
     cfg = _warm_cfg(steps=400, batch_size=64, lr=2e-3, target_accuracy=0.3)
     stats = warm_start(model, tokenizer, task, cfg, tmp_path, seed=0)
     assert stats["warmstart/steps"] < 400 and stats["warmstart/probe_accuracy"] >= 0.3
-    engine = RolloutEngine.from_model(model, precision_spec("bf16"))
-    sampled = evaluate_accuracy(engine, tokenizer, task, task.eval_set(), temperature=1.0)
-    greedy = evaluate_accuracy(engine, tokenizer, task, task.eval_set(), greedy=True)
+    engine = StackedRollout(StackedQwen3(model, members=1), precision_spec("bf16"), [1.0])
+    sampled = accuracy(engine, tokenizer, task, task.eval_set(), seed=0)
+    greedy = accuracy(engine, tokenizer, task, task.eval_set(), seed=None)
     assert 0.15 <= sampled <= 0.6
     assert sampled < greedy < 1.0
 

@@ -8,7 +8,6 @@ import torch
 from conftest import tiny_model_cfg
 from harness.trainers.builtin.model import build_model
 from harness.trainers.builtin.precision import precision_spec
-from harness.trainers.builtin.rollout import RolloutEngine
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
@@ -66,8 +65,13 @@ def test_gradients_stay_within_their_member():
     assert any(torch.count_nonzero(p.grad[1]) > 0 for p in model.ordered_parameters())
 
 
+def alone(hf, spec, scale: float = 1.0) -> StackedRollout:
+    """The engine of `hf`'s run alone: the ensemble of one."""
+    return StackedRollout(stacked([hf]), spec, [scale])
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp8_rollout"])
-def test_rollout_samples_what_each_members_solo_engine_samples(precision):
+def test_rollout_samples_what_each_member_samples_alone(precision):
     models = members(3)
     model = stacked(models)
     spec = precision_spec(precision)
@@ -77,9 +81,8 @@ def test_rollout_samples_what_each_members_solo_engine_samples(precision):
     gens = [torch.Generator().manual_seed(10 + k) for k in range(3)]
     rollouts = engine.generate(prompts, 6, [1.0, 0.7, 1.0], gens, topk=3, prompt_index=index)
     for k, hf in enumerate(models):
-        solo = RolloutEngine.from_model(hf, spec)
-        expected = solo.generate(prompts[k], 6, [1.0, 0.7, 1.0][k], torch.Generator().manual_seed(10 + k), topk=3,
-                                 prompt_index=index)
+        (expected,) = alone(hf, spec).generate(prompts[k:k + 1], 6, [[1.0, 0.7, 1.0][k]],
+                                               [torch.Generator().manual_seed(10 + k)], topk=3, prompt_index=index)
         assert torch.equal(rollouts[k].tokens, expected.tokens)
         assert torch.equal(rollouts[k].mask, expected.mask)
         tolerance = 1e-5 if precision == "fp32" else 3e-2
@@ -92,6 +95,5 @@ def test_mismatch_scale_is_per_member():
     model = stacked(models * 2)
     engine = StackedRollout(model, precision_spec("bf16"), [1.0, 4.0])
     for scale, k in ((1.0, 0), (4.0, 1)):
-        solo = RolloutEngine.from_model(models[0], precision_spec("bf16", scale))
-        for name, weight in solo.policy.named_parameters():
-            assert torch.equal(engine.weights[name][k], weight), (name, scale)
+        for name, weight in alone(models[0], precision_spec("bf16"), scale).weights.items():
+            assert torch.equal(engine.weights[name][k], weight[0]), (name, scale)

@@ -17,7 +17,7 @@ from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
 from harness.trainers.builtin.model import token_logprobs
 from harness.trainers.builtin.policy import masked_mean, token_entropy
-from harness.trainers.builtin.rollout import completions_text
+from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tokenizer import encode_batch
 from harness.trainers.ensemble.trainer import EnsembleTrainer
 

@@ -57,6 +57,35 @@ def build_model(model_cfg, vocab_size: int, seed: int):
     return model.to(torch.float32).train()
 
 
+def plain_qwen3(policy) -> bool:
+    """Whether `policy` is a transformers Qwen3ForCausalLM with only the settings the stacked model
+    (harness/trainers/ensemble/stacked_model.py) computes: no attention bias, sliding window or scaled RoPE,
+    SiLU, SDPA or eager attention. A `model.path` checkpoint may be anything `AutoModelForCausalLM` loads."""
+    try:
+        return _plain_qwen3(policy)
+    except (AttributeError, TypeError, ValueError):  # a config laid out otherwise is not the plain Qwen3
+        return False
+
+
+def _plain_qwen3(policy) -> bool:
+    if type(policy).__name__ != "Qwen3ForCausalLM":
+        return False
+    cfg = policy.config
+    layer_types = getattr(cfg, "layer_types", None) or []
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    rotary = getattr(getattr(policy, "model", None), "rotary_emb", None)
+    return (
+        not getattr(cfg, "attention_bias", False)
+        and not getattr(cfg, "use_sliding_window", False)
+        and all(t == "full_attention" for t in layer_types)
+        and getattr(cfg, "hidden_act", "silu") == "silu"
+        and rope.get("rope_type", "default") == "default"
+        and rotary is not None
+        and float(getattr(rotary, "attention_scaling", 1.0)) == 1.0
+        and getattr(cfg, "_attn_implementation", "sdpa") in ("sdpa", "eager")
+    )
+
+
 def token_logprobs(model, prompt_ids: torch.LongTensor, tokens: torch.LongTensor, temperature: float = 1.0):
     """Teacher-forced log-probs of `tokens` continuing `prompt_ids`, by one full forward.
 

@@ -1,21 +1,7 @@
 """Trainer-side log-probabilities of sampled response tokens."""
 from __future__ import annotations
 
-import functools
-import inspect
-
 import torch
-
-
-@functools.lru_cache(maxsize=None)
-def _cache_argument(forward) -> str:
-    # transformers renamed `past_key_values` to `cache` (5.x); accept both so older versions keep working
-    return "cache" if "cache" in inspect.signature(forward).parameters else "past_key_values"
-
-
-def cache_argument(model) -> str:
-    """The name of `model.forward`'s KV-cache argument."""
-    return _cache_argument(type(model).forward)
 
 
 def token_logp(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

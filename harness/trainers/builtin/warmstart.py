@@ -22,8 +22,11 @@ import torch
 import torch.nn.functional as F
 
 from harness.infra.locks import locked
+from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.precision import precision_spec
-from harness.trainers.builtin.rollout import RolloutEngine, evaluate_accuracy
+from harness.trainers.builtin.tokenizer import encode_batch
+from harness.trainers.ensemble.stacked_model import StackedQwen3
+from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
 log = logging.getLogger("harness")
 
@@ -32,6 +35,9 @@ WARMSTART_VERSION = 1
 # With a target accuracy: how often it is checked, and on how many train-split problems.
 CHECK_EVERY = 25
 PROBE_SIZE = 256
+# In the key of a warm start with a target accuracy: its stopping step follows the probe's samples, so a change
+# of the engine or sampler that draws them must change it (2: the ensemble's StackedRollout; 1 had its own engine).
+PROBE_SAMPLER = 2
 
 
 def cache_folder(spec) -> Path:
@@ -48,11 +54,11 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait:
     set of train-split problems (checked every CHECK_EVERY steps) reaches it: the step at which these small
     networks "click" varies a lot between seeds, a target accuracy does not. `steps` is then the maximum.
     The cache file is `cache_dir/<key>.pt`, key = hash of (model architecture, the model's initial weights,
-    task.describe(), the cfg fields above, seed, tokenizer vocab); it is written to a temporary file and
-    renamed, so concurrent processes warming the same config never read a partial file. A miss is trained under a
-    lock per key (`cache_dir/.<key>.lock`): of the processes that miss the same key at once, one trains it and the
-    others load its entry; with `wait=False` a key another process is training raises `LockHeld` at once (an
-    ensemble warms its other members meanwhile).
+    task.describe(), the cfg fields above, seed, tokenizer vocab and, with a target, the probe's sampler); it is
+    written to a temporary file and renamed, so concurrent processes warming the same config never read a partial
+    file. A miss is trained under a lock per key (`cache_dir/.<key>.lock`): of the processes that miss the same key
+    at once, one trains it and the others load its entry; with `wait=False` a key another process is training
+    raises `LockHeld` at once (an ensemble warms its other members meanwhile).
     Returns {"warmstart/cache_hit": 0|1, "warmstart/loss": mean train loss of the last 10 steps (nats per answer
     token), "warmstart/steps": steps trained, "warmstart/probe_accuracy": last probe accuracy (NaN without a
     target), "warmstart/seconds": wall time of this call, "warmstart/train_seconds": time the training took}.
@@ -138,6 +144,7 @@ def warmstart_key(model, tokenizer, task, cfg, seed: int) -> str:
             "batch_size": int(cfg.batch_size),
             "lr": float(cfg.lr),
             "target_accuracy": _target_accuracy(cfg),
+            **({} if _target_accuracy(cfg) is None else {"probe_sampler": PROBE_SAMPLER}),
         },
         "seed": int(seed),
         "vocab": sorted(tokenizer.get_vocab().items()),
@@ -167,6 +174,17 @@ def supervised_batch(tokenizer, problems) -> tuple[torch.LongTensor, torch.Float
     return input_ids, target_mask
 
 
+def accuracy(engine: StackedRollout, tokenizer, task, problems, seed: int | None) -> float:
+    """Fraction of `problems` solved by one completion each from a one-member `engine` (synced): sampled at
+    temperature 1 from a generator seeded `seed`, or the greedy completion when seed is None."""
+    prompts = encode_batch(tokenizer, [p.prompt for p in problems]).unsqueeze(0)
+    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    # Room for the longest answer and its `<eos>`; anything longer cannot be correct.
+    (rollout,) = engine.generate(prompts, task.max_answer_length + 1, [1.0], [generator], greedy=seed is None)
+    rewards = [task.reward(p, c) for p, c in zip(problems, completions_text(tokenizer, rollout))]
+    return float(np.mean(rewards)) if rewards else float("nan")
+
+
 def _target_accuracy(cfg) -> float | None:
     target = getattr(cfg, "target_accuracy", None)
     return None if target is None else float(target)
@@ -177,7 +195,8 @@ def _train(model, tokenizer, task, cfg, seed: int) -> dict:
     target = _target_accuracy(cfg)
     if target is not None:
         probe = task.sample_split(np.random.default_rng([seed, WARMSTART_VERSION, 1]), PROBE_SIZE)
-        probe_engine = RolloutEngine.from_model(model, precision_spec("fp32"))
+        probe_model = StackedQwen3(model, members=1)
+        probe_engine = StackedRollout(probe_model, precision_spec("fp32"), mismatch_scales=[1.0])
     optimizer = torch.optim.AdamW(model.parameters(), lr=float(cfg.lr), weight_decay=0.0)
     was_training = model.training
     model.train()
@@ -197,8 +216,9 @@ def _train(model, tokenizer, task, cfg, seed: int) -> dict:
         recent_losses = (recent_losses + [loss.item()])[-10:]
         step += 1
         if target is not None and step % CHECK_EVERY == 0:
-            probe_engine.sync(model)
-            probe_accuracy = evaluate_accuracy(probe_engine, tokenizer, task, probe, temperature=1.0, seed=seed)
+            probe_model.load_member(0, model.state_dict())
+            probe_engine.sync()
+            probe_accuracy = accuracy(probe_engine, tokenizer, task, probe, seed=seed)
             if probe_accuracy >= target:
                 break
     model.train(was_training)

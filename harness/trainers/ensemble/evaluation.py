@@ -6,7 +6,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from harness.trainers.builtin.rollout import completions_text
+from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tokenizer import encode_batch
 
 EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking

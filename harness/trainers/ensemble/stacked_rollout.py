@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from harness.trainers.builtin.precision import PrecisionSpec, engine_target, fp8_quant_dequant
-from harness.trainers.builtin.rollout import Rollout
+from harness.trainers.builtin.completions import Rollout
 from harness.trainers.ensemble.stacked_model import StackedQwen3, member_rows
 
 

@@ -23,11 +23,10 @@ from omegaconf import DictConfig
 
 from harness.algorithms import aggregate, compute_advantages
 from harness.infra.locks import LockHeld
-from harness.trainers.builtin import fast_decode
-from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.model import build_model, plain_qwen3
 from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
-from harness.trainers.builtin.rollout import completions_text
+from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
@@ -48,7 +47,7 @@ def stackable(cfg: DictConfig) -> bool:
     if cfg.model.get("path") is None:
         return True
 
-    return fast_decode.supports(build_model(cfg.model, vocab_size=len(build_tokenizer()), seed=0))
+    return plain_qwen3(build_model(cfg.model, vocab_size=len(build_tokenizer()), seed=0))
 
 
 class EnsembleTrainer:
