@@ -50,7 +50,7 @@ def layer_order(root: Path = REPO) -> dict:
 
 def _named_modules(tree: ast.AST) -> list:
     """(line, module) of each string in `tree` that names a harness module (docstrings aside), and of each
-    f-string whose fixed start names a package (`f"harness.reports.kinds.{name}"`)."""
+    f-string whose fixed start names a package (`f"harness.reports.rendering.kinds.{name}"`)."""
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr)}
@@ -100,9 +100,10 @@ def test_a_module_named_up_a_layer_is_found(tmp_path):
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     culprit = copy / "harness" / "config" / "validate.py"
     culprit.write_text(culprit.read_text() + '\nTRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}\n'
-                       'KINDS = f"harness.reports.kinds.{1}"\n')
+                       'KINDS = f"harness.reports.rendering.kinds.{1}"\n')
     found = reaches_up_by_name(copy)
-    assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate", "harness.reports.kinds"], found
+    assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate",
+                                                   "harness.reports.rendering.kinds"], found
 
 
 def test_the_layers_contract_holds():
@@ -125,11 +126,12 @@ def test_the_contract_sees_imports_inside_functions(tmp_path):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / name)
     culprit = copy / "harness" / "config" / "names.py"
-    culprit.write_text(culprit.read_text() + "\n\ndef _reach_up():\n    from harness.reports import registry\n"
+    culprit.write_text(culprit.read_text() + "\n\ndef _reach_up():\n    from harness.reports.rendering import registry\n"
                        "    return registry\n")
     proc = subprocess.run([lint, "--no-cache"], cwd=copy, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(copy)})
-    assert proc.returncode != 0 and "harness.config.names -> harness.reports.registry" in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode != 0 and "harness.config.names -> harness.reports.rendering.registry" in proc.stdout, \
+        proc.stdout[-3000:]
 
 
 def test_few_imports_hide_inside_functions():
