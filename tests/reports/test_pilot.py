@@ -184,7 +184,7 @@ def test_the_no_effect_power_is_a_rate_of_not_reproduced_and_holm_lowers_it():
 def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypatch):
     """No pilot: the design's `sizing:` text (how its budget was sized before the runs) takes the pilot's place
     on the page, and every seed is tested."""
-    from harness.reports.evidence import decisions
+    from harness.reports.rendering import decisions_section
     from harness.reports.rendering.page import Page
 
     body = textwrap.dedent(DESIGN).replace("pilot: {seeds: [1000, 1001, 1002, 1003]}\n", "") + (
@@ -195,7 +195,7 @@ def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypa
     assert spec.design.sizing == "Simulated from the 12 seeds of the earlier design: 93% at 16."
     data = _data(range(200, 206), 0.03, np.random.default_rng(2), effect=0.3)
     page = Page("t", tmp_path / "page")
-    decisions.write(page, data, spec)
+    decisions_section.write(page, data, spec)
     page.write()
     text = (tmp_path / "page" / "summary.md").read_text()
     assert "## Sizing (stated in the design before its main runs)" in text

@@ -9,7 +9,7 @@ regime that cannot show the effect yields no "reproduced" or "not reproduced".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from harness.reports.evidence.arms import matches, selector_text
 from harness.reports.results.data import SweepData, fmt
 from harness.reports.evidence.outcomes import per_seed
 
+LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,11 @@ def failed(checked: Sequence[Checked]) -> Optional[str]:
     """The verdict's reason when some precondition fails (every failed one named), else None."""
     bad = [c for c in checked if not c.passed]
     return None if not bad else "precondition failed: " + "; ".join(c.text for c in bad)
+
+
+def lowprob_share(data: SweepData, runs: Sequence) -> Tuple[Optional[float], int]:
+    """Is this a low-probability regime (the claims about tokens with ν < 0.2)? The share of sampled tokens with
+    ν < 0.2 over the first 10% of steps, mean over seeds (None: no run logged it), and the seeds measured;
+    admitted at ≥ LOWPROB_ADMISSION."""
+    values = list(per_seed(data, runs, "lowprob_share").values())
+    return (float(np.mean(values)) if values else None), len(values)

@@ -17,6 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from harness.config.hydra_values import override
 from harness.reports.evidence.design import parse_design
+from harness.reports.evidence.report_names import list_kinds
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 AXIS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -233,8 +234,6 @@ def _check_types(reader: _Reader, data: Dict[str, Any]) -> None:
 
 
 def _check_reports(reader: _Reader, reports: List[str]) -> None:
-    from harness.reports.rendering.registry import list_kinds  # (numpy: only when a sweep file is read)
-
     for index, kind in enumerate(reports):
         if kind not in list_kinds():
             raise reader.error(f"reports[{index}]", f"{kind!r} is not a report kind; known: {', '.join(list_kinds())}")

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from harness.reports.results.artifacts import log_to_parent
 from harness.reports.results.collect import collect
 from harness.reports.results.data import SweepData
 from harness.reports.results.local import collect_local
@@ -17,6 +16,7 @@ from harness.reports.results.locate import Target, TargetError, from_sweep_dir
 from harness.reports.results.missing import missing_jobs, missing_note
 from harness.launchers.folder_claims import FolderTaken
 from harness.reports.rendering.out_folder import ReportsNotWritten, check_report_owner, disk_refusal
+from harness.reports.rendering.parent_run import log_to_parent
 from harness.reports.rendering.page import HTML_NAME, MD_NAME, Page
 from harness.reports.rendering.render import render_page
 from harness.reports.rendering.registry import default_kinds, get_kind, list_kinds

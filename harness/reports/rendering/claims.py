@@ -1,6 +1,7 @@
-"""What the claim reports (`kinds/claim_*.py`) share: descriptive tables with intervals inside each
-measure's range, the ν < 0.2 admission check of the low-probability regimes, and the verdict, which
-always comes from the sweep's declared tests (`decisions.py`, the rules in sweeps/claim*.yaml).
+"""What the claim reports (`kinds/claim_*.py`) share on their pages: descriptive tables with intervals inside
+each measure's range, the ν < 0.2 admission check of the low-probability regimes (measured by
+`evidence/preconditions.lowprob_share`), and the verdict, which
+always comes from the sweep's declared tests (`evidence/decisions.py`, the rules in sweeps/claim*.yaml).
 
 Verdict words: reproduced (the claimed effect is shown at the declared α), not reproduced (the opposite
 direction or equivalence within the SESOI is shown), inconclusive (neither; the page prints the power
@@ -10,11 +11,11 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence
 
-import numpy as np
-
 from harness.reports.evidence import decisions, preconditions
+from harness.reports.evidence.preconditions import LOWPROB_ADMISSION
 from harness.reports.results.data import Run, SweepData, fmt
 from harness.reports.evidence.outcomes import LAST_K, measure, per_seed
+from harness.reports.rendering import decisions_section
 from harness.reports.rendering.page import Page
 from harness.reports.results.summary import summarize
 from harness.stats import robust
@@ -22,7 +23,6 @@ from harness.stats.intervals import Interval, t_interval
 from harness.stats.words import NOT_TESTABLE, VERDICT_PREFIX
 
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE = "reproduced", "not reproduced", "inconclusive"
-LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 
 
 def finished(runs: Iterable[Run]) -> List[Run]:
@@ -73,16 +73,15 @@ def design_k(spec) -> int:
 
 def admission(data: SweepData, runs: Sequence[Run], page: Page) -> Optional[str]:
     """Is this a low-probability regime? None if admitted, else why not. Printed on the page either way."""
-    values = list(per_seed(data, runs, "lowprob_share").values())
-    if not values:
+    share, seeds = preconditions.lowprob_share(data, runs)
+    if share is None:
         reason = ("no run logged objective/lowprob_frac (the share of sampled tokens with ν < 0.2), so the "
                   f"regime's admission (≥ {LOWPROB_ADMISSION:.0%} at its start) cannot be checked")
         page.text(f"Regime check: {reason}.")
         return reason
-    share = float(np.mean(values))
     ok = share >= LOWPROB_ADMISSION
     page.text(f"Regime check: {share:.1%} of sampled tokens have ν < 0.2 over the first 10% of steps (mean over "
-              f"{len(values)} seeds); admitted if ≥ {LOWPROB_ADMISSION:.0%}: {'yes' if ok else 'no'}.")
+              f"{seeds} seeds); admitted if ≥ {LOWPROB_ADMISSION:.0%}: {'yes' if ok else 'no'}.")
     return None if ok else (f"the regime is not admitted: only {share:.1%} of sampled tokens have ν < 0.2 at its "
                             f"start (needs ≥ {LOWPROB_ADMISSION:.0%}), so the claim has no room to show")
 
@@ -96,4 +95,4 @@ def verdict(page: Page, data: SweepData, default_sweep: str, refused: Optional[s
         page.verdict(subject, NOT_TESTABLE, f"{VERDICT_PREFIX}{NOT_TESTABLE} — {refused}; the declared tests are not "
                      "read", False, f"{subject}: {NOT_TESTABLE} ({refused})")
         return NOT_TESTABLE
-    return decisions.write(page, data, spec)
+    return decisions_section.write(page, data, spec)

@@ -1,18 +1,17 @@
 """Report kinds: name -> builder. A new report = one module `harness/reports/rendering/kinds/<name>.py`
-defining `REPORT = ReportKind(...)` + its name in `KINDS` (the order pages are built and listed in)."""
+defining `REPORT = ReportKind(...)` + its name in `KINDS` (harness/reports/evidence/report_names.py: the order
+pages are built and listed in, and what a sweep file's `reports:` may name)."""
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, Optional
 
+from harness.reports.evidence.report_names import CLAIM_KINDS, KINDS, default_kinds, list_kinds
 from harness.reports.results.data import SweepData
 from harness.reports.rendering.page import Page
 
-KINDS = ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry", "decisions")
-# The paper-claim tests (`claims.py`): built only when asked for by name, as the claim sweeps do.
-CLAIM_KINDS = ("claim_sanity", "claim_trust_region", "claim_anchor", "claim_relaxation", "claim_drpo_vs_dppo",
-               "claim_bandpo")
+__all__ = ["CLAIM_KINDS", "KINDS", "ReportKind", "default_kinds", "get_kind", "list_kinds"]
 
 
 @dataclass(frozen=True)
@@ -24,16 +23,6 @@ class ReportKind:
     title: str
     needs: Callable[[SweepData], Optional[str]]
     build: Callable[[SweepData, Page], None]
-
-
-def list_kinds() -> List[str]:
-    """Every registered kind."""
-    return [*KINDS, *CLAIM_KINDS]
-
-
-def default_kinds() -> List[str]:
-    """The kinds a sweep gets when it names none: each built if its data is present."""
-    return list(KINDS)
 
 
 def get_kind(name: str) -> ReportKind:

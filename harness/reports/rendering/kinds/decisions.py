@@ -6,6 +6,7 @@ from typing import Optional
 
 from harness.reports.evidence import decisions
 from harness.reports.results.data import SweepData
+from harness.reports.rendering import decisions_section
 from harness.reports.rendering.page import Page
 from harness.reports.rendering.registry import ReportKind
 
@@ -21,7 +22,7 @@ def build(data: SweepData, page: Page) -> None:
     spec = decisions.spec_for(data)
     page.uses(data.runs)
     page.text(f"Sweep file: sweeps/{spec.name}.yaml. Hypothesis: {spec.hypothesis.strip()}")
-    decisions.write(page, data, spec)
+    decisions_section.write(page, data, spec)
 
 
 REPORT = ReportKind("decisions", "Declared tests", needs, build)
