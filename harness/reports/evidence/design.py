@@ -38,7 +38,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
     The pilot runs first. A precondition that fails on its runs ends the study "not testable here" before any
     main run. Otherwise its per-seed spread plans the seeds per arm: the fewest whole rounds, up to the
     budget's cap (max_seeds and runs), at which every test reaches the power target at its SESOI
-    (harness/reports/evidence/pilot.py); with `size_for: both` also the power to end "not reproduced" when there is
+    (pilot.py); with `size_for: both` also the power to end "not reproduced" when there is
     no effect (greater/less: c = 0; noninferior: c = −2·SESOI; equivalent: c = 2·SESOI). Where even the cap falls short the main runs are refused, unless the design
     says `underpowered: accepted`; the power is printed either way. Pilot runs are reported, never tested.
 
