@@ -4,7 +4,7 @@
 
 Builds a synthetic sweep in a fresh MLflow SQLite store — 100 runs × 500 steps × 20 per-step metrics
 (+ eval every 10 steps; --quick: 20 runs × 100 steps) — then, in the same process and alternating:
-  bulk   `harness.reports.collect` as `python -m harness report` runs it: one search_runs query + one SQL
+  bulk   `harness.reports.results.collect` as `python -m harness report` runs it: one search_runs query + one SQL
          query for every history;
   naive  the same search_runs + `MlflowClient.get_metric_history` per run and metric.
 Both must return identical histories. Then every report kind is built from the bulk data; the target is
@@ -26,11 +26,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.reports.build import build_from_data, build_kind  # noqa: E402
-from harness.reports.collect import collect  # noqa: E402
-from harness.reports.locate import Target  # noqa: E402
-from harness.reports.registry import default_kinds  # noqa: E402
-from harness.reports.synthetic import FakeRun, STEP_METRICS, write_sweep  # noqa: E402
+from harness.reports.rendering.build import build_from_data, build_kind  # noqa: E402
+from harness.reports.results.collect import collect  # noqa: E402
+from harness.reports.results.locate import Target  # noqa: E402
+from harness.reports.rendering.registry import default_kinds  # noqa: E402
+from harness.reports.results.synthetic import FakeRun, STEP_METRICS, write_sweep  # noqa: E402
 
 SWEEP_ID = "2026-01-01/00-00-00-000000"
 GRID = [("dppo", "delta", (0.05, 0.1, 0.2, 0.4)), ("drpo", "delta", (0.1, 0.5, 2.5, 12.5)),

@@ -211,7 +211,7 @@ def _launch(start, multirun: bool) -> int:
     from harness.launchers import job_returns, results, where
     from harness.infra.stop_signals import Killed
     from harness.infra.refused import Refused
-    from harness.reports import verdicts
+    from harness.reports.rendering import verdicts
 
     try:
         returned = start()

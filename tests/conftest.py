@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# The geometry report's grid cache (harness/reports/geometry_cache.py) goes to a folder of this session, not
-# the user's ~/.cache; subprocesses inherit it.
+# The geometry report's grid cache (harness/reports/rendering/geometry_cache.py) goes to a folder of this
+# session, not the user's ~/.cache; subprocesses inherit it.
 for _variable, _prefix in (("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-"),):
     if _variable not in os.environ:
         os.environ[_variable] = tempfile.mkdtemp(prefix=_prefix)

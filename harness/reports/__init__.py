@@ -13,15 +13,15 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "build_sweep_reports": "harness.reports.build",
-    "build_reports": "harness.reports.build",
-    "build_from_data": "harness.reports.build",
-    "BuildResult": "harness.reports.build",
-    "collect": "harness.reports.collect",
-    "resolve": "harness.reports.locate",
-    "from_sweep_dir": "harness.reports.locate",
-    "list_kinds": "harness.reports.registry",
-    "get_kind": "harness.reports.registry",
+    "build_sweep_reports": "harness.reports.rendering.build",
+    "build_reports": "harness.reports.rendering.build",
+    "build_from_data": "harness.reports.rendering.build",
+    "BuildResult": "harness.reports.rendering.build",
+    "collect": "harness.reports.results.collect",
+    "resolve": "harness.reports.results.locate",
+    "from_sweep_dir": "harness.reports.results.locate",
+    "list_kinds": "harness.reports.rendering.registry",
+    "get_kind": "harness.reports.rendering.registry",
     "detect_collapse": "harness.stats.collapse",
 }
 

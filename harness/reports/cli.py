@@ -9,7 +9,7 @@ from typing import List, Optional
 
 from harness.config.errors import EXIT_BAD_INPUT
 from harness.config.names import did_you_mean
-from harness.reports.registry import get_kind, list_kinds
+from harness.reports.rendering.registry import get_kind, list_kinds
 
 
 def _parser(kinds: List[str]) -> argparse.ArgumentParser:
@@ -71,6 +71,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as err:
         print(f"harness report: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from harness.reports.rebuild import run  # (the store and the builders load only past --help and --list)
+    from harness.reports.rendering.rebuild import run  # (the store and the builders load only past --help and --list)
 
     return run(args, kinds)

@@ -1,5 +1,5 @@
 """The per-run outcomes a sweep's tests may be declared on (`measure:`): each name with what it means and
-the range it can take. How each is computed from a run's curves is in harness/reports/outcomes.py."""
+the range it can take. How each is computed from a run's curves is in harness/reports/evidence/outcomes.py."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple

@@ -27,11 +27,11 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from harness.reports import pilot, preconditions
-from harness.reports.collect import collect
-from harness.reports.decisions import evaluate, jobs_per_seed, overall
-from harness.reports.locate import from_sweep_dir
-from harness.reports.sweep_spec import SweepSpec, sweep_path
+from harness.reports.evidence import pilot, preconditions
+from harness.reports.results.collect import collect
+from harness.reports.evidence.decisions import evaluate, jobs_per_seed, overall
+from harness.reports.results.locate import from_sweep_dir
+from harness.reports.evidence.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs

@@ -8,7 +8,7 @@ import sys
 from typing import List
 
 from harness.sweeps.grid_runs import prepare_jobs, run
-from harness.reports.sweep_spec import available_sweeps, load_sweep, sweep_path
+from harness.reports.evidence.sweep_spec import available_sweeps, load_sweep, sweep_path
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.look_plan import looks
 from harness.sweeps.study_state import continue_refusal, hold_study, saved_state

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List
 
 from harness.config.errors import ConfigError
-from harness.reports.sweep_spec import SweepSpec, available_sweeps, load_sweep
+from harness.reports.evidence.sweep_spec import SweepSpec, available_sweeps, load_sweep
 from harness.sweeps.findings_carry import carry, read_page
 from harness.sweeps.findings_doc import ClaimResult, code_commit, rules_commit, write_findings
 
@@ -143,8 +143,8 @@ def _carried(page, results: List[ClaimResult], out: Path) -> dict:
 def _render(folders: List[str], out: Path, argv: List[str], carry_from=None) -> int:
     # (the store's readers load only past --help, as the runners do)
     from harness.launchers.skip_finished import VERSION_TAG
-    from harness.reports.collect import collect
-    from harness.reports.locate import from_sweep_dir
+    from harness.reports.results.collect import collect
+    from harness.reports.results.locate import from_sweep_dir
 
     claims = {s.name: s for s in claim_sweeps()}
     results, runs_at = [], {}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from harness.reports.sweep_spec import SweepSpec
+from harness.reports.evidence.sweep_spec import SweepSpec
 from harness.sweeps.findings_carry import CLAIM_HEADING, CarriedClaim, section_lines
 from harness.stats.words import INCONCLUSIVE, VERDICT_PREFIX, VERDICTS
 

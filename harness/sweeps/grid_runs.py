@@ -14,10 +14,10 @@ from harness.launchers.compose import preflight_jobs
 from harness.config.flags import HARNESS_FLAGS
 from harness.launchers.sweep_progress import busy
 from harness.launchers.where import sweep_where
-from harness.reports.verdicts import sweep_answer
+from harness.reports.rendering.verdicts import sweep_answer
 from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, close_parent
 from harness.reports import build_sweep_reports
-from harness.reports.sweep_spec import SweepSpec
+from harness.reports.evidence.sweep_spec import SweepSpec
 from harness.tracking.run_tracker import PARENT_FILE
 from harness.tracking.store import mlflow_store
 

@@ -80,7 +80,7 @@ def test_the_launcher_composes_each_job_with_its_own_settings(counted, tmp_path,
 def test_a_named_sweep_validates_every_grid_before_the_first_starts(tmp_path, monkeypatch):
     from harness.config.errors import ConfigError
     from harness.sweeps.grid_runs import _grid_argv, prepare_jobs
-    from harness.reports.sweep_spec import load_sweep
+    from harness.reports.evidence.sweep_spec import load_sweep
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
     sweeps = tmp_path / "sweeps"

@@ -41,16 +41,30 @@ def in_function_imports(root: Path = REPO) -> dict:
 MODULE_NAME = re.compile(r"harness(\.\w+)+(:\w+)?")  # a module, or `module:attribute` as Hydra's _target_
 
 
-def layer_order(root: Path = REPO) -> dict:
-    """layer name -> its height (0: the top), from the layers contract in pyproject.toml."""
-    contract = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
-    return {name.strip(): len(contract["layers"]) - height
-            for height, layer in enumerate(contract["layers"]) for name in layer.split(":")}
+def layer_orders(root: Path = REPO) -> dict:
+    """container -> {layer name: its height (0: the top)}, from every layers contract in pyproject.toml (the
+    package's layers, and the rooms of harness.reports)."""
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    return {container: {name.strip(): len(c["layers"]) - height
+                        for height, layer in enumerate(c["layers"]) for name in layer.split(":")}
+            for c in contracts if c["type"] == "layers" for container in c["containers"]}
+
+
+def _heights(orders: dict, module: str, other: str):
+    """(module's height, other's height) in the innermost contract whose container holds both in different
+    layers; None where none does."""
+    for container in sorted(orders, key=len, reverse=True):
+        prefix = container + "."
+        if module.startswith(prefix) and other.startswith(prefix):
+            mine, theirs = module[len(prefix):].split(".")[0], other[len(prefix):].split(".")[0]
+            if mine != theirs and mine in orders[container] and theirs in orders[container]:
+                return orders[container][mine], orders[container][theirs]
+    return None
 
 
 def _named_modules(tree: ast.AST) -> list:
     """(line, module) of each string in `tree` that names a harness module (docstrings aside), and of each
-    f-string whose fixed start names a package (`f"harness.reports.kinds.{name}"`)."""
+    f-string whose fixed start names a package (`f"harness.reports.rendering.kinds.{name}"`)."""
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                   if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                   and node.body and isinstance(node.body[0], ast.Expr)}
@@ -70,19 +84,16 @@ def _named_modules(tree: ast.AST) -> list:
 def reaches_up_by_name(root: Path = REPO) -> list:
     """'file:line -> module' for each module named by a string (importlib, a registry of `module:function`)
     in a layer below the module's: the layers contract reads import statements only."""
-    heights = layer_order(root)
+    orders = layer_orders(root)
     found = []
     for path in sorted((root / "harness").rglob("*.py")):
-        parts = path.relative_to(root / "harness").with_suffix("").parts
-        mine = heights.get(parts[0])
-        if mine is None:
-            continue
+        mine = ".".join(path.relative_to(root).with_suffix("").parts)
         for line, module in sorted(_named_modules(ast.parse(path.read_text(encoding="utf-8")))):
             target = root.joinpath(*module.split("."))
             if not (target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()):
                 continue  # not a module (a tag such as harness.config_hash)
-            theirs = heights.get(module.split(".")[1])
-            if theirs is not None and theirs > mine:
+            heights = _heights(orders, mine, module)
+            if heights is not None and heights[1] > heights[0]:
                 found.append(f"{path.relative_to(root)}:{line} -> {module}")
     return found
 
@@ -100,9 +111,10 @@ def test_a_module_named_up_a_layer_is_found(tmp_path):
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     culprit = copy / "harness" / "config" / "validate.py"
     culprit.write_text(culprit.read_text() + '\nTRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}\n'
-                       'KINDS = f"harness.reports.kinds.{1}"\n')
+                       'KINDS = f"harness.reports.rendering.kinds.{1}"\n')
     found = reaches_up_by_name(copy)
-    assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate", "harness.reports.kinds"], found
+    assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate",
+                                                   "harness.reports.rendering.kinds"], found
 
 
 DYNAMIC_IMPORTS = {"import_module", "__import__", "find_spec"}  # importlib's, the builtin, importlib.util's
@@ -203,11 +215,12 @@ def test_the_contract_sees_imports_inside_functions(tmp_path):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / name)
     culprit = copy / "harness" / "config" / "names.py"
-    culprit.write_text(culprit.read_text() + "\n\ndef _reach_up():\n    from harness.reports import registry\n"
+    culprit.write_text(culprit.read_text() + "\n\ndef _reach_up():\n    from harness.reports.rendering import registry\n"
                        "    return registry\n")
     proc = subprocess.run([lint, "--no-cache"], cwd=copy, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(copy)})
-    assert proc.returncode != 0 and "harness.config.names -> harness.reports.registry" in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode != 0 and "harness.config.names -> harness.reports.rendering.registry" in proc.stdout, \
+        proc.stdout[-3000:]
 
 
 def test_few_imports_hide_inside_functions():
@@ -216,3 +229,38 @@ def test_few_imports_hide_inside_functions():
     listing = "\n".join(f"{n:3d} {path}" for path, n in sorted(((p, len(v)) for p, v in found.items()),
                                                                key=lambda item: -item[1]))
     assert total <= MAX_IMPORTS_IN_FUNCTIONS, f"{total} imports of project modules inside functions:\n{listing}"
+
+
+def test_the_report_rooms_keep_their_order(tmp_path):
+    """harness.reports is three rooms, rendering > evidence > results: deciding code that reaches for the page
+    code, or reading code that reaches for the deciding code, breaks the reports contract (checked on a copy)."""
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    copy = tmp_path / "repo"
+    for name in (*PACKAGES, "pyproject.toml"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, copy / name)
+    plants = {"evidence/decisions.py": "from harness.reports.rendering import page",
+              "results/summary.py": "from harness.reports.evidence import outcomes"}
+    for file, line in plants.items():
+        culprit = copy / "harness" / "reports" / file
+        culprit.write_text(culprit.read_text() + f"\n\ndef _reach_up():\n    {line}\n")
+    proc = subprocess.run([lint, "--no-cache"], cwd=copy, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(copy)})
+    out = proc.stdout
+    assert proc.returncode != 0 and "Layers: an import never points up KEPT" in out, out[-3000:]
+    assert "harness.reports.evidence.decisions -> harness.reports.rendering.page" in out, out[-3000:]
+    assert "harness.reports.results.summary -> harness.reports.evidence.outcomes" in out, out[-3000:]
+
+
+def test_a_room_named_up_is_found(tmp_path):
+    """A module of a lower room of harness.reports naming a higher room's module in a string (for importlib)
+    is found like one naming a higher layer's (checked on a copy)."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO / "harness", copy / "harness")
+    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
+    culprit = copy / "harness" / "reports" / "evidence" / "sweep_file.py"
+    culprit.write_text(culprit.read_text() + '\nKIND = f"harness.reports.rendering.kinds.{1}"\n'
+                       'PAGE = "harness.reports.rendering.page:Page"\nRUNS = "harness.reports.results.data"\n')
+    found = reaches_up_by_name(copy)
+    assert [f.split(" -> ")[1] for f in found] == ["harness.reports.rendering.kinds",
+                                                   "harness.reports.rendering.page"], found

@@ -220,7 +220,7 @@ def test_a_claim_sweep_takes_more_seeds_from_the_command_line(tmp_path, monkeypa
     file's seed axis (and is validated like every other job before anything runs)."""
     from harness.config.overrides import expand_sweep
     from harness.sweeps.grid_runs import prepare
-    from harness.reports.sweep_spec import load_sweep
+    from harness.reports.evidence.sweep_spec import load_sweep
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
     sweep_dir, grids = prepare(load_sweep("claim6_bandpo"), ["seed=range(0,10)"])

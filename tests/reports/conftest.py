@@ -1,5 +1,5 @@
 """Fixtures for the report tests: two real tiny sweeps (run once per session), their reports, and
-synthetic MLflow stores written with `harness.reports.synthetic`."""
+synthetic MLflow stores written with `harness.reports.results.synthetic`."""
 from __future__ import annotations
 
 import os

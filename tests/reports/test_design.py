@@ -8,7 +8,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.reports.sweep_spec import load_sweep
+from harness.reports.evidence.sweep_spec import load_sweep
 
 BASE = """
 hypothesis: h
@@ -183,7 +183,7 @@ def test_the_command_for_missing_seeds_continues_a_study_or_starts_a_new_design(
     fixed-seed design on fresh seeds only (testing the seeds already tested again, at a fresh α, would
     raise the false "reproduced" rate well above α)."""
     from harness.stats import inference
-    from harness.reports.decisions import _command, jobs_per_seed
+    from harness.reports.evidence.decisions import _command, jobs_per_seed
 
     spec = load_sweep("claim3_anchor")  # seeds: auto, at most `cap` seeds per arm
     cap = spec.design.max_seeds(jobs_per_seed(spec))
@@ -283,9 +283,9 @@ def test_a_regime_the_pilot_shows_unable_to_carry_the_claim_is_not_testable_with
 
 def test_an_undecided_regime_check_does_not_hold_a_decided_study():
     from harness.stats import inference
-    from harness.reports.decisions import Outcome
+    from harness.reports.evidence.decisions import Outcome
     from harness.sweeps.adaptive import decided
-    from harness.stats.design import TestSpec
+    from harness.reports.evidence.design import TestSpec
 
     def outcome(word, check):
         test = TestSpec("check" if check else "claim", "gain", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),),
@@ -302,9 +302,9 @@ def test_an_undecided_regime_check_does_not_hold_a_decided_study():
 def test_a_contradicted_part_stops_the_study_its_other_parts_cannot_rescue():
     """Intersection–union: one part shown wrong (after Holm at the look's α) decides "not reproduced", so the
     study stops even though another part is still open; an undecided part beside a reproduced one does not."""
-    from harness.reports.decisions import Outcome
+    from harness.reports.evidence.decisions import Outcome
     from harness.stats import inference
-    from harness.stats.design import TestSpec
+    from harness.reports.evidence.design import TestSpec
     from harness.sweeps.adaptive import decided
 
     def outcome(word, p_against):

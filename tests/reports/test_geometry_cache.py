@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from harness.reports import geometry_cache
-from harness.reports.geometry_cache import cached_grid
+from harness.reports.rendering import geometry_cache
+from harness.reports.rendering.geometry_cache import cached_grid
 
 GRID = np.linspace(0.01, 1.0, 8)
 
@@ -90,8 +90,8 @@ def test_a_rebuilt_geometry_report_does_not_import_torch(real_sweeps, built, tmp
     """The session's reports filled the cache (conftest points it at a session folder); building the
     δ sweep's geometry page again, in a fresh process and into another folder, reads every grid from it."""
     folder = real_sweeps["delta"]
-    code = ("import sys; from harness.reports.locate import from_sweep_dir; "
-            "from harness.reports.collect import collect; from harness.reports.build import build_from_data; "
+    code = ("import sys; from harness.reports.results.locate import from_sweep_dir; "
+            "from harness.reports.results.collect import collect; from harness.reports.rendering.build import build_from_data; "
             f"build_from_data(collect(from_sweep_dir({str(folder)!r})), ['geometry'], {str(tmp_path)!r}, "
             "log_parent=False); print('torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -1,4 +1,4 @@
-"""The reports' one direct read of MLflow's tables (harness/reports/history_sql.py) is used only for a store
+"""The reports' one direct read of MLflow's tables (harness/reports/results/history_sql.py) is used only for a store
 whose schema revision it was checked against; any other store is read through MLflow's public API, with
 the same histories."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from harness.reports import history_sql
-from harness.reports.collect import collect
-from harness.reports.locate import Target
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results import history_sql
+from harness.reports.results.collect import collect
+from harness.reports.results.locate import Target
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 SWEEP = "2026-05-05/00-00-00-000000"
 

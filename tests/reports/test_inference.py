@@ -93,8 +93,8 @@ def _contradicted(p_against):
 def test_holm_runs_at_the_looks_alpha_not_the_designs():
     """Two parts contradicted at p 0.004 and 0.012 at a look whose α is 0.01: Holm at 0.01 keeps the first
     (0.004 < 0.01/2), not the second; at the design's 0.05 both would hold. The verdict uses the look's α."""
-    from harness.reports.decisions import Outcome, overall
-    from harness.stats.design import TestSpec
+    from harness.reports.evidence.decisions import Outcome, overall
+    from harness.reports.evidence.design import TestSpec
 
     spec = TestSpec("t", "final_accuracy", "greater", 0.05, ((((("algo.name", "a"),), 1.0)),))
     look = [Outcome(spec, _contradicted(p), [], 0.01, None) for p in (0.004, 0.012)]

@@ -1,4 +1,4 @@
-"""Pilots size the designs (harness/reports/pilot.py): the pilot's spread sets the declared design's power at
+"""Pilots size the designs (harness/reports/evidence/pilot.py): the pilot's spread sets the declared design's power at
 its SESOI; below the target the main runs are refused unless `underpowered: accepted`; pilot runs are
 never tested. Sweep data in memory (the structure every report reads), fixed RNG seeds."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from harness.reports import pilot
+from harness.reports.evidence import pilot
 from harness.stats import inference
-from harness.reports.data import Run, SweepData
-from harness.reports.decisions import evaluate
-from harness.reports.sweep_spec import load_sweep
+from harness.reports.results.data import Run, SweepData
+from harness.reports.evidence.decisions import evaluate
+from harness.reports.evidence.sweep_spec import load_sweep
 
 DESIGN = """
 hypothesis: drpo ends above dppo
@@ -75,7 +75,7 @@ def test_the_simulated_power_matches_the_noncentral_t_for_a_fixed_design():
     """One look at 12 seeds, α 0.05, paired SD 0.1, SESOI 0.1: the t-test's power from the noncentral t."""
     from scipy import stats
 
-    from harness.stats.design import Budget, Design, TestSpec
+    from harness.reports.evidence.design import Budget, Design, TestSpec
 
     test = TestSpec("t", "final_accuracy", "greater", 0.1, ((((("algo.name", "a"),), 1.0)),))
     design = Design(budget=Budget(runs=12, per_round=12, max_seeds=12), seeds="auto", tests=(test,))
@@ -131,7 +131,7 @@ def test_a_pilot_whose_spread_the_cap_cannot_carry_plans_the_cap_and_is_refused(
 
 def test_a_saved_plan_sets_the_looks_the_reports_test_at(tmp_path, monkeypatch):
     """The reports read the sweep folder's plan: a study planned at 6 seeds spends all of α by its 6th seed."""
-    from harness.reports.decisions import look_alpha
+    from harness.reports.evidence.decisions import look_alpha
 
     spec = _spec(tmp_path, monkeypatch)
     folder = tmp_path / "sweep"
@@ -168,7 +168,7 @@ def test_a_design_sized_for_both_outcomes_needs_the_power_to_show_no_effect_too(
 def test_the_no_effect_power_is_a_rate_of_not_reproduced_and_holm_lowers_it():
     """Without an effect most simulated studies end "not reproduced"; with two parts each look has only half
     its α for a contradiction, so fewer do (t-tests: continuous p-values)."""
-    from harness.stats.design import Budget, TestSpec
+    from harness.reports.evidence.design import Budget, TestSpec
     from harness.stats.sequential import looks
 
     class Design:
@@ -184,8 +184,8 @@ def test_the_no_effect_power_is_a_rate_of_not_reproduced_and_holm_lowers_it():
 def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypatch):
     """No pilot: the design's `sizing:` text (how its budget was sized before the runs) takes the pilot's place
     on the page, and every seed is tested."""
-    from harness.reports import decisions
-    from harness.reports.page import Page
+    from harness.reports.rendering import decisions_section
+    from harness.reports.rendering.page import Page
 
     body = textwrap.dedent(DESIGN).replace("pilot: {seeds: [1000, 1001, 1002, 1003]}\n", "") + (
         "first_seed: 200\nsizing: >-\n  Simulated from the 12 seeds of the\n  earlier design: 93% at 16.\n")
@@ -195,7 +195,7 @@ def test_a_design_sized_from_earlier_runs_says_so_on_its_page(tmp_path, monkeypa
     assert spec.design.sizing == "Simulated from the 12 seeds of the earlier design: 93% at 16."
     data = _data(range(200, 206), 0.03, np.random.default_rng(2), effect=0.3)
     page = Page("t", tmp_path / "page")
-    decisions.write(page, data, spec)
+    decisions_section.write(page, data, spec)
     page.write()
     text = (tmp_path / "page" / "summary.md").read_text()
     assert "## Sizing (stated in the design before its main runs)" in text

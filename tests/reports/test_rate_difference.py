@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.reports import rate_decisions
+from harness.reports.evidence import rate_decisions
 from harness.stats import inference, rate_difference as rd
-from harness.stats.design import parse_design
+from harness.reports.evidence.design import parse_design
 from harness.stats.rates import Count
 
 

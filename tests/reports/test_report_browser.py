@@ -84,7 +84,7 @@ def test_overview_table_sorts_in_the_browser(chromium, real_sweeps, built, tmp_p
 
 def _claim_sweeps(uri):
     """Synthetic sweeps for the claim kinds and a single-precision stability report: {kind: sweep id}."""
-    from harness.reports.synthetic import FakeRun, write_sweep
+    from harness.reports.results.synthetic import FakeRun, write_sweep
 
     steps, evals = list(range(1, 21)), [0, 5, 10, 15, 20]
     flat = lambda v: np.full(len(steps), v)  # noqa: E731
@@ -146,7 +146,7 @@ def test_compare_page_renders_in_the_browser(chromium, shared_store, tmp_path):
     """`report A B` of two synthetic sweeps opened in headless Chromium: the figure loads, the shared cells'
     table and the settings that differ are in the DOM, and the figure's PDF is offered."""
     from harness.reports.cli import main
-    from harness.reports.synthetic import FakeRun, write_sweep
+    from harness.reports.results.synthetic import FakeRun, write_sweep
 
     uri, _ = shared_store
     a, b = "2026-08-21/00-00-00-000000", "2026-08-22/00-00-00-000000"

@@ -12,7 +12,7 @@ import yaml
 from report_pages import check_page
 
 from harness.reports.cli import main
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 STEPS = list(range(1, 21))
 EVAL_STEPS = [0, 5, 10, 15, 20]

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from harness.reports.data import Run
-from harness.reports.summary import eval_problem
+from harness.reports.results.data import Run
+from harness.reports.results.summary import eval_problem
 from harness.stats.collapse import DROP, REL_DROP, detect_collapse, fall_below_start, fall_threshold, moving_average
 
 S = np.arange(8)

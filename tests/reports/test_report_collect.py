@@ -12,9 +12,9 @@ import time
 import numpy as np
 import pytest
 
-from harness.reports.collect import collect
-from harness.reports.locate import Target, TargetError, from_sweep_dir, resolve
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.collect import collect
+from harness.reports.results.locate import Target, TargetError, from_sweep_dir, resolve
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 SWEEP = "2026-04-04/00-00-00-000000"
 

@@ -13,7 +13,7 @@ from scipy import stats
 
 from harness.config.errors import EXIT_BAD_INPUT
 from harness.reports.cli import main
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 A, B = "2026-09-21/00-00-00-000000", "2026-09-22/00-00-00-000000"
 EVALS, STEPS = [0, 5, 10, 15, 20], list(range(1, 21))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.reports import plots
+from harness.reports.rendering import plots
 
 
 def _band_vertices(ax):
@@ -82,7 +82,7 @@ def test_every_mean_line_is_drawn_above_every_band_with_a_halo_and_two_seed_band
 
 
 def test_the_palest_shade_of_an_objective_is_not_washed_out():
-    from harness.reports.palette import shades
+    from harness.reports.rendering.palette import shades
 
     for objective in ("dppo", "drpo", "grpo"):
         palest = shades(objective, 3)[0]
@@ -91,7 +91,7 @@ def test_the_palest_shade_of_an_objective_is_not_washed_out():
 
 
 def test_variant_labels_write_thresholds_as_run_names_do():
-    from harness.reports.summary import axis_name
+    from harness.reports.results.summary import axis_name
 
     assert [axis_name(k) for k in ("algo.delta", "algo.eps", "algo.relax_alpha", "algo.anchor", "precision.name",
                                    "trainer.lr")] == ["δ", "ε", "α", "anchor", "precision", "trainer.lr"]

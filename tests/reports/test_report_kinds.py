@@ -8,7 +8,7 @@ import pytest
 from report_pages import check_page
 
 from harness.reports.cli import main
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 EXPECTED = {"delta": {"overview", "sensitivity", "stability", "geometry"},
             "alpha": {"overview", "alpha_relaxation", "anchor_ablation", "stability", "geometry"}}

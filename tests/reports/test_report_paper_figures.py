@@ -10,11 +10,11 @@ import pytest
 from report_pages import check_page
 
 from harness.reports.cli import main
-from harness.reports.collect import collect
-from harness.reports.kinds import sensitivity
-from harness.reports.locate import Target
-from harness.reports.synthetic import FakeRun, write_sweep
-from harness.reports.threshold_figure import draw
+from harness.reports.results.collect import collect
+from harness.reports.rendering.kinds import sensitivity
+from harness.reports.results.locate import Target
+from harness.reports.results.synthetic import FakeRun, write_sweep
+from harness.reports.rendering.threshold_figure import draw
 from harness.stats.intervals import t_interval
 
 STEPS, EVALS = list(range(1, 21)), [0, 5, 10, 15, 20]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.reports.palette import OBJECTIVE_COLOURS, colour, shades
-from harness.reports.registry import CLAIM_KINDS, KINDS, default_kinds, get_kind, list_kinds
+from harness.reports.rendering.palette import OBJECTIVE_COLOURS, colour, shades
+from harness.reports.rendering.registry import CLAIM_KINDS, KINDS, default_kinds, get_kind, list_kinds
 
 
 def test_every_kind_is_one_module_registering_its_own_name():

@@ -57,11 +57,11 @@ def test_mean_curve_aligns_steps_and_bands_only_with_two_runs():
 
 def test_sensitivity_numbers_from_a_synthetic_mlflow_store(shared_store):
     """Final accuracies written through MlflowClient come back as the golden mean and t-interval."""
-    from harness.reports.collect import collect
-    from harness.reports.locate import Target
-    from harness.reports.summary import summarize
-    from harness.reports.synthetic import FakeRun, write_sweep
-    from harness.reports.thresholds import threshold
+    from harness.reports.results.collect import collect
+    from harness.reports.results.locate import Target
+    from harness.reports.results.summary import summarize
+    from harness.reports.results.synthetic import FakeRun, write_sweep
+    from harness.reports.results.thresholds import threshold
 
     uri, _ = shared_store
     finals = {0.1: [0.5, 0.6, 0.7], 0.2: [0.8, 0.9]}

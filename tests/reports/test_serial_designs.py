@@ -1,4 +1,4 @@
-"""α over a claim's serial redesigns (harness/reports/serial_designs.py): a verdict is also read with its
+"""α over a claim's serial redesigns (harness/reports/evidence/serial_designs.py): a verdict is also read with its
 decisive p multiplied by the number of designs of the claim, and the sweep file declares that number."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.reports.serial_designs import family_text
+from harness.reports.evidence.serial_designs import family_text
 from harness.stats import inference
-from harness.stats.design import parse_design
+from harness.reports.evidence.design import parse_design
 
 
 def _outcome(p_effect, p_against, check=False, alpha=0.05):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.reports import threshold_effect as te
+from harness.reports.evidence import threshold_effect as te
 
 VALUES = (0.1, 0.2, 0.5)
 

@@ -7,9 +7,9 @@ import re
 
 from mlflow.tracking import MlflowClient
 
-from harness.reports.page import Page
-from harness.reports.verdict_tags import log_verdicts
-from harness.reports.verdicts import gather, index_html, read_verdicts, terminal_lines
+from harness.reports.rendering.page import Page
+from harness.reports.rendering.verdict_tags import log_verdicts
+from harness.reports.rendering.verdicts import gather, index_html, read_verdicts, terminal_lines
 
 
 def two_verdicts(folder):

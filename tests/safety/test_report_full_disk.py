@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.synthetic import FakeRun, write_sweep
 from small_disk import fill, small_disk
 
 SWEEP = "2026-02-02/00-00-00-000000"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reports.synthetic import FakeRun, write_sweep
+from harness.reports.results.synthetic import FakeRun, write_sweep
 
 SWEEPS = ("2026-03-03/00-00-00-00000a", "2026-03-03/00-00-00-00000b")
 

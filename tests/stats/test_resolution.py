@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.reports.data import Run
-from harness.reports.outcomes import resolution
+from harness.reports.results.data import Run
+from harness.reports.evidence.outcomes import resolution
 from harness.stats import robust
 from harness.stats.inference import INCONCLUSIVE, METHODS, decide, estimate
 from harness.stats.resolution import ACCURACY_RESOLUTION, measure_resolution, ties

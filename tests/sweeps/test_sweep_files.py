@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.reports.sweep_spec import load_sweep
+from harness.reports.evidence.sweep_spec import load_sweep
 
 GOOD = "hypothesis: h\nreports: [overview]\ngrids:\n  - algo: [dppo, drpo]\n"
 

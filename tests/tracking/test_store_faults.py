@@ -146,7 +146,7 @@ def test_a_store_corrupt_in_its_middle_pages_is_one_line_saying_what_to_do(tmp_p
     or status reaches them, and said in the same one line, with what to do."""
     import sqlite3
 
-    from harness.reports.synthetic import FakeRun, write_sweep
+    from harness.reports.results.synthetic import FakeRun, write_sweep
 
     store = tmp_path / "mlruns.db"
     sweep = "2026-04-04/00-00-00-000000"

@@ -30,7 +30,7 @@ def test_reconnect_takes_the_given_uri_of_the_same_store(monkeypatch):
 
 
 def test_a_report_on_a_masked_sweep_folder_says_what_to_give(tmp_path, monkeypatch):
-    from harness.reports.locate import TargetError, from_sweep_dir
+    from harness.reports.results.locate import TargetError, from_sweep_dir
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     sweep = tmp_path / "multirun" / "2026-12-01" / "10-00-00"

@@ -1,0 +1,10 @@
+"""Deciding: what a named sweep's runs show, returned as data. Nothing here writes a page or draws a figure
+(harness/reports/rendering does); the one file written is the pilot's plan (`pilot.save_plan`), the study's
+state that its later rounds and its reports read back.
+
+The named-sweep file format (`sweep_file` reads and checks it, `sweep_spec` is the sweep it describes) and its
+design parser (`design`, `design_gates`): the declared tests, preconditions, pilot and budget. On the runs:
+arms and their selectors (`arms`), per-run outcomes (`outcomes`), preconditions (`preconditions`), the pilot's
+sizing (`pilot`), the declared tests' decisions (`decisions`, `rate_decisions`, α over serial redesigns in
+`serial_designs`), whether a threshold matters (`threshold_effect`, `threshold_action`) and what two sweeps
+share (`compare_cells`). `report_names` lists the report kinds a sweep file may name."""
