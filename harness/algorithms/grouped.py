@@ -9,7 +9,7 @@ J and metrics are those of its own objective's `compute` to float rounding
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Hashable, List, Sequence, Tuple
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -72,8 +72,11 @@ class ObjectiveGroup:
             self._stacked[key] = obj
         return self._stacked[key]
 
-    def compute_rows(self, logp: Tensor, *args: Any, **kwargs: Any) -> Tuple[Tensor, Tensor, Tuple[str, ...]]:
+    def compute_rows(self, logp: Tensor, *args: Any, groups: Optional[int] = None,
+                     **kwargs: Any) -> Tuple[Tensor, Tensor, Tuple[str, ...]]:
         """`Objective.compute_rows` over [G, B, T] inputs, run g with objective g."""
+        if groups not in (None, len(self.objectives)):
+            raise ValueError(f"groups={groups} for a group of {len(self.objectives)} objectives")
         return self.stacked(logp).compute_rows(logp, *args, groups=len(self.objectives), **kwargs)
 
 

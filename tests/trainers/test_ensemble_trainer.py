@@ -100,7 +100,7 @@ def test_a_member_whose_loss_is_not_finite_ends_alone_and_the_others_are_unchang
 
 
 def test_a_member_whose_objective_raises_in_a_group_ends_alone_and_its_group_partner_is_unchanged(
-        tmp_path, warm_cache, monkeypatch):
+        tmp_path, warm_cache, monkeypatch, caplog):
     from harness.algorithms.dppo import DPPO
 
     def raise_for_delta_04(self, keep):  # member 2's objective, computed in a group with member 0's
@@ -116,6 +116,7 @@ def test_a_member_whose_objective_raises_in_a_group_ends_alone_and_its_group_par
     assert [ks for ks, _ in broken.batched_loss.groups([0, 1, 2])] == [[0, 2], [1]]
     loop.train(broken)
     assert_only_member_failed(tmp_path, clean, broken, 2, RuntimeError)
+    assert "failed as a group" not in caplog.text  # the group computed as one until member 2 raised
 
 
 @pytest.mark.parametrize("sync", ["full", "delta"])

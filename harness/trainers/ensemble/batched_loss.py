@@ -7,6 +7,7 @@ again member by member, so only the member that raises ends FAILED; a non-finite
 the stacked losses (`finite`), without a host sync, and kept out of the backward."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +17,8 @@ from torch import Tensor
 from harness.algorithms.aggregation import aggregate_rows
 from harness.algorithms.grouped import ObjectiveGroup, group_objectives
 from harness.algorithms.metrics import metrics_from_row
+
+log = logging.getLogger("harness")
 
 
 @dataclass
@@ -79,11 +82,13 @@ class BatchedLoss:
         for indices, group in self.groups(alive):
             try:
                 self._add(out, batch, indices, group)
-            except Exception:  # find the member whose objective fails: each computes alone, failing alone
+            except Exception as err:  # find the member whose objective fails: each computes alone, failing alone
                 for k in indices:
                     member = self.members[k]
                     with member.alone():
                         self._add(out, batch, [k], member.objective)
+                if all(self.members[k].alive for k in indices):  # none failed alone: the grouped path did
+                    log.warning("objectives of members %s failed as a group (%r), computed one by one", indices, err)
         out.values = out.losses.detach()
         out.finite = torch.isfinite(out.values)
         out.losses = torch.where(out.finite, out.losses, out.losses.new_zeros(()))
