@@ -67,6 +67,15 @@ class BatchedLoss:
         self.members = list(members)
         self.norm_len = norm_len
         self._groups: Dict[Tuple[int, ...], List[Tuple[List[int], ObjectiveGroup]]] = {}
+        self._indices: Dict[Tuple, Tensor] = {}
+
+    def index(self, members: Sequence[int], device: torch.device) -> Tensor:
+        """`members` as a tensor on `device`, made once: a copy from the host each mini-batch would wait for
+        the device's queue."""
+        key = (tuple(members), device)
+        if key not in self._indices:
+            self._indices[key] = torch.tensor(key[0], device=device)
+        return self._indices[key]
 
     def groups(self, alive: Sequence[int]) -> List[Tuple[List[int], ObjectiveGroup]]:
         """(member indices, their objective group) of the members `alive`, kept while they stay alive."""
@@ -95,7 +104,7 @@ class BatchedLoss:
         return out
 
     def _add(self, out: Losses, batch: MiniBatch, indices: List[int], objective) -> None:
-        index = torch.tensor(indices, device=batch.logp.device)
+        index = self.index(indices, batch.logp.device)
         args, kwargs = batch.inputs(index, objective.needs_topk)
         J, rows, keys = objective.compute_rows(*args, groups=len(indices), **kwargs)
         mask = kwargs["response_mask"]
@@ -107,7 +116,7 @@ class BatchedLoss:
                 value = aggregate_rows(J, mask, mode, self.norm_len)
                 losses = losses.index_put((index,), -value)
             else:
-                at = torch.tensor(same, device=index.device)
+                at = self.index(same, index.device)
                 value = aggregate_rows(J.index_select(0, at), mask.index_select(0, at), mode, self.norm_len)
                 losses = losses.index_put((index.index_select(0, at),), -value)
         out.losses = losses

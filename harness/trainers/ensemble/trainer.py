@@ -235,7 +235,7 @@ class EnsembleTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             if steps[-1].losses.requires_grad:
                 steps[-1].losses.sum().backward()
-            norms.append(clip_per_member(self.params, [float(m.t.grad_clip) for m in self.members]))
+            norms.append(clip_per_member(self.params, self.grad_clips))
             self.optimizer.step()
         out = host_metrics(self.members, steps, norms, step_metrics(batch, old_logp, old_entropy), self.step + 1,
                            started, rollout_seconds)
@@ -249,6 +249,11 @@ class EnsembleTrainer:
     @functools.cached_property
     def batched_loss(self) -> BatchedLoss:
         return BatchedLoss(self.members, norm_len=self.max_new_tokens)
+
+    @functools.cached_property
+    def grad_clips(self) -> torch.Tensor:
+        """Each member's trainer.grad_clip, [M] on the parameters' device."""
+        return torch.tensor([float(m.t.grad_clip) for m in self.members], device=self.params[0].device)
 
     def evaluate(self) -> Dict[int, Dict[str, float]]:
         """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy."""
