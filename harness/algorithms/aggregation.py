@@ -25,9 +25,18 @@ def aggregate(J: Tensor, response_mask: Optional[Tensor], mode: str, norm_len: O
     if mask.shape != J.shape:
         raise ValueError(f"shape mismatch: response_mask has shape {tuple(mask.shape)} but J has shape "
                          f"{tuple(J.shape)}")
+    rows = J.reshape(1, -1, J.shape[-1]) if J.dim() else J.reshape(1, 1, 1)
+    return aggregate_rows(rows, mask.reshape(rows.shape), mode, norm_len)[0]
+
+
+def aggregate_rows(J: Tensor, response_mask: Tensor, mode: str, norm_len: Optional[float] = None) -> Tensor:
+    """`aggregate` of each run stacked on the leading dim: J, response_mask [G, B, T] -> [G]."""
+    if mode not in LOSS_AGG_MODES:
+        raise ValueError(f"loss_agg={mode!r} is not allowed; choose one of {', '.join(LOSS_AGG_MODES)}")
+    mask = response_mask.to(J.dtype)
     Jm = torch.where(mask > 0, J, J.new_zeros(()))
     if mode == "token-mean":
-        return Jm.sum() / mask.sum().clamp(min=1)
+        return Jm.sum((-2, -1)) / mask.sum((-2, -1)).clamp(min=1)
     lengths = mask.sum(-1)
     per_seq = Jm.sum(-1)
     if mode == "seq-mean-token-mean":
@@ -37,4 +46,4 @@ def aggregate(J: Tensor, response_mask: Optional[Tensor], mode: str, norm_len: O
             raise ValueError(f"loss_agg={mode} needs norm_len > 0 (the maximum response length); got {norm_len!r}")
         per_seq = per_seq / norm_len
     real = (lengths > 0).to(J.dtype)
-    return (per_seq * real).sum() / real.sum().clamp(min=1)
+    return (per_seq * real).sum(-1) / real.sum(-1).clamp(min=1)

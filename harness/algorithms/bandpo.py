@@ -25,7 +25,12 @@ class BandPO(Objective):
         """(lo, hi) per token, cached on the batch."""
         if "bounds" not in b.stash:
             p = self.params
-            lo, hi = band_bounds(p["band"], b.log_nu, p["delta"], p["hi_max"])
+            if isinstance(p["delta"], Tensor) or isinstance(p["hi_max"], Tensor):  # a group: each run's own δ table
+                per_run = [band_bounds(p["band"], log_nu, q["delta"], q["hi_max"])
+                           for log_nu, q in zip(b.log_nu, self.run_params)]
+                lo, hi = (torch.stack(bounds) for bounds in zip(*per_run))
+            else:
+                lo, hi = band_bounds(p["band"], b.log_nu, p["delta"], p["hi_max"])
             if p["relax"]:
                 lo = torch.clamp(lo, max=1.0 - p["eps_low"])
                 hi = torch.clamp(hi, min=1.0 + p["eps_high"])
@@ -41,9 +46,9 @@ class BandPO(Objective):
         return clip_keep(b.ratio_detached(), b.adv, lo, hi, self.params["dual_clip_c"])
 
     def _extra_metrics(self, b: TokenBatch) -> Dict[str, Tensor]:
-        lo, hi = self.bounds(b)
-        valid = b.mask if b.mask is not None else torch.ones_like(lo, dtype=torch.bool)
-        n = valid.sum().clamp(min=1)
-        zero = torch.zeros_like(lo)
-        return {"bandpo_lo_mean": torch.where(valid, lo, zero).sum() / n,
-                "bandpo_hi_mean": torch.where(valid, hi, zero).sum() / n}
+        lo, hi = (b.per_run(x) for x in self.bounds(b))
+        valid = b.per_run(b.mask if b.mask is not None else torch.ones_like(b.log_nu, dtype=torch.bool))
+        n = valid.sum(1).clamp(min=1)
+        zero = lo.new_zeros(())
+        return {"bandpo_lo_mean": torch.where(valid, lo, zero).sum(1) / n,
+                "bandpo_hi_mean": torch.where(valid, hi, zero).sum(1) / n}

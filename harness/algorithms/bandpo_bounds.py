@@ -141,7 +141,7 @@ def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
 
     inv_p: 1/p if the caller has it (read only). hi_max: also clamp hi to [1, hi_max] (lo and hi are
     already in (0, 1] and [1, 1/p]). near_one_lo: where p > 1 − 1e-6, lo = near_one_lo and hi = 1
-    (checked per chunk while it is in cache, instead of another pass over log_p).
+    (set per chunk while it is in cache, instead of another pass over log_p; no host sync).
 
     This runs on every token, so it is a fixed chain of in-place / out= ops over chunks of
     `chunk_tokens(dtype)` tokens on three reused scratch rows and an index buffer (each pass on
@@ -165,7 +165,6 @@ def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
         y_k, c_k, tmp_k, cell_k, words_k = (y, c, tmp, cell, words) if k == m else (
             y[:k], c[:k], tmp[:k], cell[:k], words[:k])
         torch.neg(lp, out=hi_k)
-        near_one = near_one_lo is not None and k and float(torch.amin(hi_k)) < Y_MIN
         torch.clamp(hi_k, Y_MIN, Y_MAX, out=y_k)
         torch.bitwise_right_shift(words_k, shift, out=cell_k).sub_(first)
         torch.index_select(z0, 0, cell_k, out=lo_k)
@@ -181,7 +180,7 @@ def kl_roots_table(log_p: Tensor, delta: float, inv_p: Optional[Tensor] = None,
         hi_k.lerp_(one, c_k)                                         # hi = 1/p + c·(1 − 1/p)
         if hi_max is not None:
             hi_k.clamp_(1.0, hi_max)
-        if near_one:
+        if near_one_lo is not None:  # every chunk (no host sync to learn whether one token needs it)
             mask = lp > NEAR_ONE_LOGP
             lo_k.masked_fill_(mask, near_one_lo)
             hi_k.masked_fill_(mask, 1.0)
@@ -205,11 +204,9 @@ def band_bounds(band: str, log_p: Tensor, delta: float, hi_max: float) -> Tuple[
                 width, lo_one = torch.expm1(-log_p).mul_(delta).sqrt_(), 1.0
             lo = torch.sub(1.0, width).clamp_(0.0, 1.0)
             hi = torch.minimum(width.add_(1.0), inv_p).clamp_(1.0, hi_max)
-            # a max-reduction is cheaper than building the mask; the mask only when some p is that close to 1
-            if log_p.numel() and float(torch.amax(log_p)) > NEAR_ONE_LOGP:
-                near_one = log_p > NEAR_ONE_LOGP
-                lo.masked_fill_(near_one, lo_one)
-                hi.masked_fill_(near_one, 1.0)
+            near_one = log_p > NEAR_ONE_LOGP  # always: knowing whether any p is that close to 1 is a host sync
+            lo.masked_fill_(near_one, lo_one)
+            hi.masked_fill_(near_one, 1.0)
         else:
             raise ValueError(f"algo.band={band!r} is not allowed; choose one of tv, chi2, kl")
     return lo.to(out_dtype), hi.to(out_dtype)

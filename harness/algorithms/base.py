@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from harness.algorithms.inputs import TokenBatch, prepare_batch
-from harness.algorithms.metrics import shared_metrics
+from harness.algorithms.metrics import metric_rows, shared_metrics
 
 
 class Objective:
@@ -67,6 +67,17 @@ class Objective:
         with torch.no_grad():
             metrics = shared_metrics(b, self._weight(b), self._extra_metrics(b))
         return J, metrics
+
+    def compute_rows(self, *args: Any, groups: int, **kwargs: Any) -> Tuple[Tensor, Tensor, Tuple[str, ...]]:
+        """`compute` for `groups` runs stacked on the leading dim (inputs [G, B, T]; an `ObjectiveGroup` or
+        one objective): J [G, B, T], and the metrics as a device tensor [G, F] with the keys that decode a
+        row (`metrics.metrics_from_row`): nothing is copied to the host."""
+        b = self._batch(*args, **kwargs)
+        b.groups = groups
+        J = self._finish(b, self._surrogate(b))
+        with torch.no_grad():
+            rows, keys = metric_rows(b, self._weight(b), self._extra_metrics(b), groups)
+        return J, rows, keys
 
     def token_objective(self, *args: Any, **kwargs: Any) -> Tensor:
         """Same arguments as `compute`; returns J only (no metrics)."""

@@ -6,6 +6,7 @@ cispo:  J = sg(min(r, C))·A·log π,   G = min(r, C)·A     (PG-TIS / CISPO, C 
 from __future__ import annotations
 
 import math
+from typing import Union
 
 import torch
 from torch import Tensor
@@ -27,9 +28,12 @@ class PGIS(Objective):
 class CISPO(Objective):
     """Truncated importance weight on the log-likelihood: the weight is clipped, the gradient never."""
 
+    def _log_c(self) -> Union[float, Tensor]:
+        c = self.params["trunc_c"]
+        return torch.log(c) if isinstance(c, Tensor) else math.log(c)
+
     def _truncated(self, b: TokenBatch) -> Tensor:
-        log_c = math.log(self.params["trunc_c"])
-        return torch.exp(torch.clamp(b.logp.detach() - b.log_nu, max=log_c))
+        return torch.exp(torch.clamp(b.logp.detach() - b.log_nu, max=self._log_c()))
 
     def _surrogate(self, b: TokenBatch) -> Tensor:
         return self._truncated(b) * b.adv * b.logp
@@ -37,4 +41,4 @@ class CISPO(Objective):
     def _weight(self, b: TokenBatch) -> Tensor:
         # min(r, C)/r in log space: exp(min(0, log C - log r))
         log_r = b.logp.detach() - b.log_nu
-        return torch.exp(torch.clamp(math.log(self.params["trunc_c"]) - log_r, max=0.0))
+        return torch.exp(torch.clamp(self._log_c() - log_r, max=0.0))

@@ -21,9 +21,13 @@ from harness.algorithms.inputs import TokenBatch
 Bound = Union[float, Tensor]
 
 
+def _tensor(x: Bound, like: Tensor) -> Tensor:
+    return x if isinstance(x, Tensor) else like.new_tensor(x)
+
+
 def _clamp(r: Tensor, lo: Bound, hi: Bound) -> Tensor:
     if isinstance(lo, Tensor) != isinstance(hi, Tensor):  # torch.clamp wants two numbers or two tensors
-        lo, hi = (x if isinstance(x, Tensor) else r.new_tensor(x) for x in (lo, hi))
+        lo, hi = (_tensor(x, r) for x in (lo, hi))
     return torch.clamp(r, lo, hi)
 
 
@@ -50,13 +54,16 @@ class RatioClip(Objective):
         p = self.params
         lo, hi = 1.0 - p["eps_low"], 1.0 + p["eps_high"]
         alpha = p["relax_alpha"]
-        if alpha <= 0.0:
+        if isinstance(alpha, Tensor):  # a group's α per run: log 0 = −∞ relaxes nothing
+            relaxed = b.log_nu < torch.log(alpha)
+        elif alpha <= 0.0:
             return lo, hi
-        relaxed = b.log_nu < math.log(alpha)
+        else:
+            relaxed = b.log_nu < math.log(alpha)
         if p["relax"] in ("both", "low"):
-            lo = torch.where(relaxed, b.log_nu.new_zeros(()), b.log_nu.new_tensor(lo))
+            lo = torch.where(relaxed, b.log_nu.new_zeros(()), _tensor(lo, b.log_nu))
         if p["relax"] in ("both", "high"):
-            hi = torch.where(relaxed, b.log_nu.new_tensor(math.inf), b.log_nu.new_tensor(hi))
+            hi = torch.where(relaxed, b.log_nu.new_tensor(math.inf), _tensor(hi, b.log_nu))
         return lo, hi
 
     def _surrogate(self, b: TokenBatch) -> Tensor:

@@ -16,6 +16,14 @@ from harness.algorithms.base import Objective
 from harness.algorithms.inputs import TokenBatch
 
 
+def _same(a: Union[float, Tensor], b: Union[float, Tensor]) -> bool:
+    return not isinstance(a, Tensor) and not isinstance(b, Tensor) and a == b
+
+
+def _as_tensor(x: Union[float, Tensor], like: Tensor) -> Tensor:
+    return x if isinstance(x, Tensor) else like.new_tensor(x)
+
+
 class DPPO(Objective):
     """Divergence-masked policy gradient."""
 
@@ -60,8 +68,8 @@ class DPPO(Objective):
             log_pi, adv = b.logp.detach(), b.adv
             diverging = ((adv > 0) & (log_pi > b.log_nu)) | ((adv < 0) & (log_pi < b.log_nu))
             delta: Union[float, Tensor] = self.delta_high
-            if self.delta_low != self.delta_high:
-                delta = torch.where(adv > 0, adv.new_tensor(self.delta_high), adv.new_tensor(self.delta_low))
+            if self.delta_low is not self.delta_high and not _same(self.delta_low, self.delta_high):
+                delta = torch.where(adv > 0, _as_tensor(self.delta_high, adv), _as_tensor(self.delta_low, adv))
             keep = (~(diverging & (self.divergence_of(b) > delta))).to(log_pi.dtype)
         b.stash["keep"] = keep
         return keep
@@ -74,8 +82,9 @@ class DPPO(Objective):
 
     def _extra_metrics(self, b: TokenBatch) -> Dict[str, Tensor]:
         d = self.divergence_of(b)
-        valid = b.mask if b.mask is not None else torch.ones_like(d, dtype=torch.bool)
+        valid = b.per_run(b.mask if b.mask is not None else torch.ones_like(d, dtype=torch.bool))
         kind = "topk" if self.needs_topk else "binary"
-        mean = torch.where(valid, d, torch.zeros_like(d)).sum() / valid.sum().clamp(min=1)
-        top = torch.where(valid, d, torch.zeros_like(d)).max() if d.numel() else d.new_zeros(())
+        d = torch.where(valid, b.per_run(d), d.new_zeros(()))
+        mean = d.sum(1) / valid.sum(1).clamp(min=1)
+        top = d.amax(1) if d.shape[1] else d.new_zeros(d.shape[0])
         return {f"{kind}_div_mean": mean, f"{kind}_div_max": top}

@@ -36,6 +36,11 @@ class TokenBatch:
     logits: Optional[Tensor] = None
     token_ids: Optional[Tensor] = None
     stash: Dict[str, Any] = field(default_factory=dict)  # per-call cache (bounds, masks) for metrics
+    groups: Optional[int] = None     # runs stacked on the leading dim (ObjectiveGroup); None: one run
+
+    def per_run(self, x: Tensor) -> Tensor:
+        """x [G, ...] -> [G, n]: each run's values in a row (one row for one run)."""
+        return x.reshape(self.groups or 1, -1)
 
     def ratio(self) -> Tensor:
         """r = π/ν computed in log space (differentiable)."""
@@ -133,7 +138,7 @@ def prepare_batch(
         log_nu = log_old
         log_w = log_old - rollout_logp
         if is_cap is not None:
-            log_w = torch.clamp(log_w, max=math.log(is_cap))
+            log_w = torch.clamp(log_w, max=torch.log(is_cap) if isinstance(is_cap, Tensor) else math.log(is_cap))
         is_weight = torch.exp(log_w)
     return TokenBatch(logp=logp, log_nu=log_nu, log_mu=rollout_logp, adv=adv, mask=mask, log_old=log_old,
                       is_weight=is_weight, topk_logp=rollout_topk_logp, topk_ids=rollout_topk_ids,

@@ -11,7 +11,7 @@ The weight excludes the decoupled IS factor, which is reported separately (`is_w
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -52,43 +52,68 @@ def shared_metrics(batch, weight: Tensor, extra: Optional[Dict[str, Tensor]] = N
 
     Everything is reduced on the tensors' device and copied to the host once.
     """
+    rows, keys = metric_rows(batch, weight, extra)
+    return metrics_from_row(keys, rows[0].cpu().tolist())  # the one device -> host copy
+
+
+def metric_rows(batch, weight: Tensor, extra: Optional[Dict[str, Tensor]] = None,
+                groups: Optional[int] = None) -> Tuple[Tensor, Tuple[str, ...]]:
+    """The shared metrics of each of `groups` runs stacked on the leading dim of the batch (None: one run,
+    any shape) as one float64 tensor [groups, F] that stays on the device, and the keys that decode a row
+    (`metrics_from_row`). `extra` values: a scalar, or one per run [groups].
+
+    With groups, masked_entropy is reduced from every token's entropy (no boolean indexing, whose size the
+    host must learn); one run takes only the masked tokens' rows (its logits may have a large vocabulary)."""
     with torch.no_grad():
-        adv = batch.adv.reshape(-1)
-        weight = weight.reshape(-1)
-        nu = batch.log_nu.reshape(-1).exp()
-        r = batch.ratio_detached().reshape(-1)
-        valid = batch.mask.reshape(-1) if batch.mask is not None else None
+        G = groups or 1
+        adv = batch.adv.reshape(G, -1)
+        weight = weight.expand_as(batch.adv).reshape(G, -1)
+        nu = batch.log_nu.reshape(G, -1).exp()
+        r = batch.ratio_detached().reshape(G, -1)
+        valid = batch.mask.reshape(G, -1) if batch.mask is not None else None
         pos, neg = adv > 0, adv < 0
         signed = pos | neg if valid is None else (pos | neg) & valid
         masked = (weight <= 0) & signed
         code = masked.to(torch.int64).mul_(_MASKED)
         code.add_(pos, alpha=_POS).add_(neg, alpha=_NEG).add_(nu < LOW_PROB, alpha=_LOW)
         code.add_(valid if valid is not None else torch.ones_like(pos), alpha=_VALID)
+        code.add_(torch.arange(G, device=code.device).view(G, 1), alpha=_N_CODES)  # run g's codes: g·32 + bits
 
         tables = {"n": None, "nu": nu, "weight": torch.where(signed, weight, weight.new_zeros(())), "ratio": r,
-                  "shift": (batch.logp.detach().reshape(-1).exp() - nu).abs_()}
+                  "shift": (batch.logp.detach().reshape(G, -1).exp() - nu).abs_()}
         if batch.is_weight is not None:
-            tables["is_weight"] = batch.is_weight.reshape(-1)
+            tables["is_weight"] = batch.is_weight.reshape(G, -1)
         if batch.log_old is not None:
-            tables["mismatch"] = (batch.log_mu.reshape(-1).exp() - batch.log_old.reshape(-1).exp()).abs_()
-        empty = r.new_zeros(())
-        r_valid = r if valid is None else torch.where(valid, r, empty)
+            tables["mismatch"] = (batch.log_mu.reshape(G, -1).exp() - batch.log_old.reshape(G, -1).exp()).abs_()
+        empty = r.new_zeros(G)
+        r_valid = r if valid is None else torch.where(valid, r, r.new_zeros(()))
+        some = r.shape[1] > 0
         scalars = {
-            "weight_min": torch.where(signed, weight, weight.new_full((), float("inf"))).min() if r.numel() else empty,
-            "weight_max": torch.where(signed, weight, weight.new_full((), -float("inf"))).max() if r.numel() else empty,
-            "ratio_max": r_valid.max() if r.numel() else empty,
+            "weight_min": torch.where(signed, weight, weight.new_full((), float("inf"))).amin(1) if some else empty,
+            "weight_max": torch.where(signed, weight, weight.new_full((), -float("inf"))).amax(1) if some else empty,
+            "ratio_max": r_valid.amax(1) if some else empty,
         }
-        reported = {}  # reported as they are
-        if batch.logits is not None:
-            rows = batch.logits.reshape(-1, batch.logits.shape[-1])[masked]
-            reported["masked_entropy"] = _entropy(rows).mean() if rows.shape[0] else empty
+        reported = []  # reported as they are
+        if batch.logits is not None and groups is None:
+            rows = batch.logits.reshape(-1, batch.logits.shape[-1])[masked.reshape(-1)]
+            scalars["masked_entropy"] = (_entropy(rows).mean() if rows.shape[0] else r.new_zeros(())).reshape(1)
+            reported.append("masked_entropy")
+        elif batch.logits is not None:
+            tables["masked_entropy"] = _entropy(batch.logits).reshape(G, -1)
         for key, val in (extra or {}).items():
-            reported[key] = torch.as_tensor(val, device=r.device)
-        scalars.update(reported)
-        flat = [torch.bincount(code, weights=v, minlength=_N_CODES).to(torch.float64) for v in tables.values()]
-        flat += [v.detach().to(torch.float64).reshape(1) for v in scalars.values()]
-        host = torch.cat(flat).cpu().tolist()  # the one device -> host copy
+            val = torch.as_tensor(val, device=r.device)
+            scalars[key] = val.expand(G) if val.dim() == 0 else val.reshape(G)
+            reported.append(key)
+        flat = [torch.bincount(code.reshape(-1), weights=None if v is None else v.reshape(-1),
+                               minlength=G * _N_CODES).to(torch.float64).view(G, _N_CODES) for v in tables.values()]
+        flat += [v.detach().to(torch.float64).reshape(G, 1) for v in scalars.values()]
+    return torch.cat(flat, dim=1), (*tables, "", *scalars)
 
+
+def metrics_from_row(keys: Sequence[str], host: Sequence[float]) -> Dict[str, float]:
+    """The metrics `objective/...` of one run from its row of `metric_rows` on the host."""
+    split = keys.index("")
+    tables, scalars = keys[:split], keys[split + 1:]
     per_code = {k: host[i * _N_CODES:(i + 1) * _N_CODES] for i, k in enumerate(tables)}
     scalar = dict(zip(scalars, host[len(tables) * _N_CODES:]))
     n = per_code["n"]
@@ -116,5 +141,7 @@ def shared_metrics(batch, weight: Tensor, extra: Optional[Dict[str, Tensor]] = N
     }
     if "mismatch" in per_code:
         out["mismatch"] = mean("mismatch")
-    out.update({k: scalar[k] for k in reported})
+    if "masked_entropy" in per_code:
+        out["masked_entropy"] = mean("masked_entropy", _MASKED)
+    out.update({k: scalar[k] for k in scalars if k not in ("weight_min", "weight_max", "ratio_max")})
     return {f"objective/{k}": float(v) for k, v in out.items()}

@@ -20,7 +20,7 @@ class _Penalty(Objective):
     def _coef(self, b: TokenBatch) -> Tensor:
         """c = w/(2δ) per token (detached)."""
         scale = 1.0 / (2.0 * self.params["delta"])
-        return b.adv.abs() * scale if self.params["adv_weighted"] else torch.full_like(b.adv, scale)
+        return b.adv.abs() * scale if self.params["adv_weighted"] else torch.ones_like(b.adv) * scale
 
 
 class KLReg(_Penalty):

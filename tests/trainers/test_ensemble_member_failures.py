@@ -21,21 +21,21 @@ def partner_alone(tmp_path_factory, warm_cache):
     return records(folder / "0")
 
 
-def _raise_from_third_call(error: BaseException):
-    def patch(member):
-        compute, calls = member.objective.compute, []
+def _raise_from_step_two(error: BaseException):
+    def patch(trainer, member, monkeypatch):
+        objective_class = type(member.objective)  # drpo: the member's own kind (its partner's is dppo)
+        surrogate = objective_class._surrogate
 
-        def failing(*args, **kwargs):  # the third mini-batch: step 2
-            calls.append(1)
-            if len(calls) >= 3:
+        def failing(self, batch):  # computed for the members of that kind at once, or for one member alone
+            if trainer.step >= 1:
                 raise error
-            return compute(*args, **kwargs)
+            return surrogate(self, batch)
 
-        member.objective.compute = failing
+        monkeypatch.setattr(objective_class, "_surrogate", failing)
     return patch
 
 
-def _store_fails_at_step_two(member):
+def _store_fails_at_step_two(trainer, member, monkeypatch):
     log_metrics = member.tracker.log_metrics
 
     def failing(metrics, step):
@@ -49,21 +49,21 @@ def _store_fails_at_step_two(member):
 CASES = {
     "temperature 1e-300": (("trainer.temperature=1e-300",), None, RuntimeError, "sampling failed in the evaluation at step 0"),
     "temperature 1e-45": (("trainer.temperature=1e-45",), None, RuntimeError, "sampling failed in the evaluation at step 0"),
-    "memory error": ((), _raise_from_third_call(MemoryError("out of memory")), MemoryError, "out of memory"),
-    "raised error": ((), _raise_from_third_call(ValueError("objective broke")), ValueError, "objective broke"),
+    "memory error": ((), _raise_from_step_two(MemoryError("out of memory")), MemoryError, "out of memory"),
+    "raised error": ((), _raise_from_step_two(ValueError("objective broke")), ValueError, "objective broke"),
     "tracker": ((), _store_fails_at_step_two, OSError, "tracking store unreachable"),
 }
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_member_that_fails_ends_alone_and_its_partner_logs_what_it_logs_alone(tmp_path, warm_cache, partner_alone,
-                                                                                  case):
+                                                                                  case, monkeypatch):
     extra, patch, error_type, message = CASES[case]
     specs = [spec(tmp_path, warm_cache, *PARTNER, "precision=fp32"),
              spec(tmp_path, warm_cache, *OTHER, "precision=fp32", *extra)]
     trainer = EnsembleTrainer([(s, tmp_path / str(k), Tracker(tmp_path / str(k))) for k, s in enumerate(specs)])
     if patch is not None:
-        patch(trainer.members[1])
+        patch(trainer, trainer.members[1], monkeypatch)
     loop.train(trainer)
     partner, failed = trainer.members
     assert isinstance(failed.error, error_type) and message in str(failed.error), repr(failed.error)

@@ -60,29 +60,63 @@ def test_each_member_of_a_mixed_ensemble_logs_what_it_logs_alone(tmp_path, warm_
         assert_close_records(records(tmp_path / "ensemble" / str(k)), records(tmp_path / f"alone{k}" / "0"))
 
 
-def test_a_failing_member_ends_alone_and_the_others_are_unchanged(tmp_path, warm_cache):
-    specs = [spec(tmp_path, warm_cache, *variant) for variant in (("dppo", 0.1, 0), ("drpo", 0.2, 1), ("dppo", 0.4, 1))]
+FAILURE_SPECS = (("dppo", 0.1, 0), ("drpo", 0.2, 1), ("dppo", 0.4, 1))  # members 0 and 2 compute as one group
+
+
+def broken_from_step_2(trainer, objective_class, method: str, breaks, monkeypatch):
+    """Patch `objective_class.method` so that `breaks(self, value)` replaces its value from the trainer's step 2."""
+    original = getattr(objective_class, method)
+
+    def patched(self, *args, **kwargs):
+        value = original(self, *args, **kwargs)
+        return breaks(self, value) if trainer.step >= 1 else value
+
+    monkeypatch.setattr(objective_class, method, patched)
+
+
+def assert_only_member_failed(tmp_path, clean, broken, failed: int, error: type) -> None:
+    assert isinstance(broken.members[failed].error, error), broken.members[failed].error
+    for k, member in enumerate(broken.members):
+        if k != failed:
+            assert member.alive
+            member.tracker.finish("FINISHED")
+            assert_close_records(records(tmp_path / "broken" / str(k)), records(tmp_path / "clean" / str(k)))
+    assert clean.members[failed].alive
+    assert max(r["step"] for r in records(tmp_path / "broken" / str(failed))) == 1
+
+
+def test_a_member_whose_loss_is_not_finite_ends_alone_and_the_others_are_unchanged(tmp_path, warm_cache,
+                                                                                     monkeypatch):
+    from harness.algorithms.regularizers import DRPO
+
+    specs = [spec(tmp_path, warm_cache, *variant) for variant in FAILURE_SPECS]
     clean = train(specs, tmp_path / "clean")
     broken = EnsembleTrainer([(s, tmp_path / "broken" / str(k), Tracker(tmp_path / "broken" / str(k)))
                               for k, s in enumerate(specs)])
-    compute = broken.members[1].objective.compute
-    calls = []
-
-    def failing(*args, **kwargs):  # member 1's loss turns non-finite from its third mini-batch (step 2)
-        calls.append(1)
-        J, metrics = compute(*args, **kwargs)
-        return (J * float("nan") if len(calls) >= 3 else J), metrics
-
-    broken.members[1].objective.compute = failing
+    broken_from_step_2(broken, DRPO, "_surrogate", lambda self, J: J * float("nan"), monkeypatch)  # member 1's
     loop.train(broken)
-    assert isinstance(broken.members[1].error, FloatingPointError)
-    assert "step 2" in str(broken.members[1].error)
-    assert broken.members[0].alive and broken.members[2].alive
-    for k in (0, 2):
-        broken.members[k].tracker.finish("FINISHED")
-        assert_close_records(records(tmp_path / "broken" / str(k)), records(tmp_path / "clean" / str(k)))
-    assert clean.members[1].alive
-    assert max(r["step"] for r in records(tmp_path / "broken" / "1")) == 1
+    assert_only_member_failed(tmp_path, clean, broken, 1, FloatingPointError)
+    assert "non-finite loss nan at step 2" in str(broken.members[1].error)
+
+
+def test_a_member_whose_objective_raises_in_a_group_ends_alone_and_its_group_partner_is_unchanged(
+        tmp_path, warm_cache, monkeypatch, caplog):
+    from harness.algorithms.dppo import DPPO
+
+    def raise_for_delta_04(self, keep):  # member 2's objective, computed in a group with member 0's
+        if torch.as_tensor(self.params["delta"]).eq(0.4).any():
+            raise RuntimeError("objective failed")
+        return keep
+
+    specs = [spec(tmp_path, warm_cache, *variant) for variant in FAILURE_SPECS]
+    clean = train(specs, tmp_path / "clean")
+    broken = EnsembleTrainer([(s, tmp_path / "broken" / str(k), Tracker(tmp_path / "broken" / str(k)))
+                              for k, s in enumerate(specs)])
+    broken_from_step_2(broken, DPPO, "_keep", raise_for_delta_04, monkeypatch)
+    assert [ks for ks, _ in broken.batched_loss.groups([0, 1, 2])] == [[0, 2], [1]]
+    loop.train(broken)
+    assert_only_member_failed(tmp_path, clean, broken, 2, RuntimeError)
+    assert "failed as a group" not in caplog.text  # the group computed as one until member 2 raised
 
 
 @pytest.mark.parametrize("sync", ["full", "delta"])

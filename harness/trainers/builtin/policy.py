@@ -17,3 +17,8 @@ def token_entropy(logits: torch.Tensor) -> torch.Tensor:
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
     return float((values * mask).sum() / mask.sum().clamp_min(1))
+
+
+def masked_means(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each member's mean over its real tokens, on the device: values, mask [M, ...] -> [M]."""
+    return (values * mask).flatten(1).sum(1) / mask.flatten(1).sum(1).clamp_min(1)

@@ -25,9 +25,9 @@ class TokenStats:
         logq = torch.log_softmax(logits.detach().float(), dim=-1)
         entropy = -(logq.exp() * logq).sum(-1)
         sign = torch.sign(advantages).unsqueeze(-1).expand_as(mask)
-        self.parts.append({"nu": anchor_logp[real].exp().numpy(), "pi": logp.detach()[real].exp().numpy(),
-                           "masked": (weight[real] <= 0).numpy(), "entropy": entropy[real].numpy(),
-                           "adv_sign": sign[real].numpy().astype(np.int8)})
+        columns = {"nu": anchor_logp[real].exp(), "pi": logp.detach()[real].exp(), "masked": weight[real] <= 0,
+                   "entropy": entropy[real], "adv_sign": sign[real].to(torch.int8)}
+        self.parts.append({k: v.cpu().numpy() for k, v in columns.items()})  # evaluation steps only
 
     def save(self, folder: Path, step: int) -> Path:
         folder.mkdir(parents=True, exist_ok=True)

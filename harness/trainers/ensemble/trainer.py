@@ -6,13 +6,15 @@ differ in seed, objective and its parameters, sampling temperature, advantage es
 grad clip, warm-start seed and mismatch scale. It is the only RL step of the built-in trainer (a run alone
 is the ensemble of one, `solo.py`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
 rollout engine (each member's own sampling generator), recompute π', take `mini_batches` optimizer steps
-(loss, grad clip and metrics per member; one backward and one AdamW step over the stacked parameters,
-which are elementwise per member). A member's numbers are therefore those of its solo run to float rounding,
+(loss, grad clip and metrics per member, computed for all members at once, the objectives grouped by kind:
+`batched_loss.py`; one backward and one AdamW step over the stacked parameters, which are elementwise per
+member; the step's numbers copied to the host once: `step_tensors.host_metrics`). A member's numbers are therefore those of its solo run to float rounding,
 whatever it is grouped with (tests/trainers/test_ensemble_trainer.py). A member whose loss is not finite
 A member whose own part fails (its sampling, rewards, loss, metrics, logging, set-up: any error, a memory error
 included) ends FAILED alone; the others go on, their numbers unchanged (`Member.alone`)."""
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -21,10 +23,10 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from omegaconf import DictConfig
 
-from harness.algorithms import aggregate, compute_advantages
+from harness.algorithms import compute_advantages
 from harness.infra.locks import LockHeld
 from harness.trainers.builtin.model import build_model, plain_qwen3
-from harness.trainers.builtin.policy import masked_mean, token_entropy, token_logp
+from harness.trainers.builtin.policy import token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
 from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tasks import build_task
@@ -33,10 +35,12 @@ from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import cache_folder, warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 from harness.trainers.ensemble import evaluation
+from harness.trainers.ensemble.batched_loss import BatchedLoss, Losses, MiniBatch
 from harness.trainers.ensemble.clip import clip_per_member
 from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
+from harness.trainers.ensemble.step_tensors import host_metrics, stacked, step_metrics
 
 log = logging.getLogger("harness")
 
@@ -194,89 +198,61 @@ class EnsembleTrainer:
                 rewards[k] = torch.tensor([self.task.reward(ps[i // group], text) for i, text in enumerate(texts)],
                                           dtype=torch.float32)
                 advantages[k] = compute_advantages(rewards[k].view(-1, group), member.t.advantage).reshape(-1)
-        masks = [r.mask.float() for r in rollouts]
-        tokens = [r.tokens for r in rollouts]
+        batch = stacked(rollouts, rewards, advantages)
         evaluating = (self.step + 1) % t.eval_every == 0
         stats = [TokenStats(m.objective) if evaluating else None for m in self.members]
         batches = [torch.randperm(len(prompt_index), generator=m.sample_gen).chunk(mini_batches) if m.alive else
                    torch.arange(len(prompt_index)).chunk(mini_batches) for m in self.members]
-        old_logp = [torch.empty_like(r.logp) for r in rollouts]
-        old_entropy = [torch.empty_like(r.logp) for r in rollouts]
+        members = torch.arange(M, device=batch.tokens.device).view(M, 1)
+        old_logp, old_entropy = torch.empty_like(batch.logp), torch.empty_like(batch.logp)
         if mini_batches > 1:  # π' of the later mini-batches, before the first optimizer step (as the solo trainer)
-            rest = [torch.cat(b[1:]) for b in batches]
-            rest_logits = self._response_logits(prompts, prompt_index, tokens, rest, grad=False)
-            for k in range(M):
-                old_logp[k][rest[k]] = token_logp(rest_logits[k], tokens[k][rest[k]])
-                old_entropy[k][rest[k]] = token_entropy(rest_logits[k])
+            rest = torch.stack([torch.cat(b[1:]) for b in batches]).to(batch.tokens.device)
+            rest_logits = self._response_logits(prompts, prompt_index, list(batch.tokens), list(rest), grad=False)
+            old_logp[members, rest] = token_logp(rest_logits, batch.tokens[members, rest])
+            old_entropy[members, rest] = token_entropy(rest_logits)
             del rest_logits
-        sums: List[Dict[str, float]] = [{} for _ in range(M)]
+        steps: List[Losses] = []
+        norms: List[torch.Tensor] = []
         for index in range(mini_batches):
-            rows = [b[index] for b in batches]
-            logits = self._response_logits(prompts, prompt_index, tokens, rows, grad=True)
-            losses: Dict[int, torch.Tensor] = {}
-            for k, member in enumerate(self.members):
-                if not member.alive:
-                    continue
-                with member.alone():
-                    losses[k], obj_metrics = self._member_loss(member, rows[k], rollouts[k], logits[k], tokens[k],
-                                                               masks[k], advantages[k], old_logp[k], old_entropy[k],
-                                                               stats[k], first=index == 0)
-                    for key, value in obj_metrics.items():
-                        sums[k][key] = sums[k].get(key, 0.0) + float(value) / mini_batches
-                if not member.alive:
-                    losses.pop(k, None)
+            rows = torch.stack([b[index] for b in batches]).to(batch.tokens.device)
+            at = (members, rows)
+            logits = self._response_logits(prompts, prompt_index, list(batch.tokens), list(rows), grad=True)
+            logp = token_logp(logits, batch.tokens[at])
+            if index == 0:  # the first mini-batch's π' is its own forward's (as the solo trainer)
+                with torch.no_grad():
+                    old_logp[at] = logp.detach()
+                    old_entropy[at] = token_entropy(logits.detach())
+            mini = MiniBatch(logp, batch.logp[at], batch.advantages[at], batch.mask[at], old_logp[at], logits,
+                             batch.tokens[at], *((batch.topk_logp[at], batch.topk_ids[at]) if batch.topk_logp
+                                                 is not None else ()))
+            alive = [k for k, m in enumerate(self.members) if m.alive]
+            for k in (k for k in alive if stats[k] is not None):
+                with self.members[k].alone():
+                    stats[k].add(logp[k], mini.rollout_logp[k], mini.advantages[k], mini.mask[k], mini.old_logp[k],
+                                 logits[k], token_ids=mini.tokens[k])
+            steps.append(self.batched_loss(mini, [k for k in alive if self.members[k].alive]))
             self.optimizer.zero_grad(set_to_none=True)
-            if losses:
-                torch.stack(list(losses.values())).sum().backward()
-            norms = clip_per_member(self.params, [float(m.t.grad_clip) for m in self.members])
+            if steps[-1].losses.requires_grad:
+                steps[-1].losses.sum().backward()
+            norms.append(clip_per_member(self.params, self.grad_clips))
             self.optimizer.step()
-            for k, loss in losses.items():
-                sums[k]["train/loss"] = sums[k].get("train/loss", 0.0) + loss.item() / mini_batches
-                sums[k]["train/grad_norm"] = sums[k].get("train/grad_norm", 0.0) + float(norms[k]) / mini_batches
-        elapsed = time.perf_counter() - started
-        out: Dict[int, Dict[str, float]] = {}
+        out = host_metrics(self.members, steps, norms, step_metrics(batch, old_logp, old_entropy), self.step + 1,
+                           started, rollout_seconds)
         for k, member in enumerate(self.members):
-            if member.alive:
+            if member.alive and stats[k] is not None:
                 with member.alone():
-                    if stats[k] is not None:
-                        member.tracker.log_artifact(stats[k].save(member.run_dir / "token_stats", self.step + 1),
-                                                    "token_stats")
-            if not member.alive:
-                continue
-            mask = masks[k]
-            out[k] = {**sums[k],
-                      "train/reward": rewards[k].mean().item(),
-                      "train/accuracy": (rewards[k] > 0.5).float().mean().item(),
-                      "train/response_length": rollouts[k].lengths.float().mean().item(),
-                      "train/entropy": masked_mean(old_entropy[k], mask),
-                      "train/mismatch": masked_mean((rollouts[k].logp.exp() - old_logp[k].exp()).abs(), mask),
-                      "train/advantage_abs": advantages[k].abs().mean().item(),
-                      "perf/step_time_s": elapsed / M,
-                      "perf/rollout_time_s": rollout_seconds / M,
-                      "perf/tokens_per_s": float(mask.sum()) * M / max(elapsed, 1e-9)}
-        return out
+                    member.tracker.log_artifact(stats[k].save(member.run_dir / "token_stats", self.step + 1),
+                                                "token_stats")
+        return {k: values for k, values in out.items() if self.members[k].alive}
 
-    def _member_loss(self, member: Member, batch, rollout, logits, tokens, mask, advantages, old_logp, old_entropy,
-                     stats: Optional[TokenStats], first: bool):
-        """Member's loss on its mini-batch rows `batch` and its objective's metrics; a non-finite loss raises.
-        The first mini-batch's π' is its own forward's (as the solo trainer)."""
-        logp = token_logp(logits, tokens[batch])
-        if first:
-            with torch.no_grad():
-                old_logp[batch] = logp.detach()
-                old_entropy[batch] = token_entropy(logits.detach())
-        J, obj_metrics = member.objective.compute(
-            logp, rollout.logp[batch], advantages[batch], response_mask=mask[batch], recomputed_logp=old_logp[batch],
-            rollout_topk_logp=rollout.topk_logp[batch] if member.objective.needs_topk else None,
-            rollout_topk_ids=rollout.topk_ids[batch] if member.objective.needs_topk else None,
-            logits=logits, token_ids=tokens[batch])
-        loss = -aggregate(J, mask[batch], member.t.loss_agg, norm_len=self.max_new_tokens)
-        if stats is not None:
-            stats.add(logp, rollout.logp[batch], advantages[batch], mask[batch], old_logp[batch], logits,
-                      token_ids=tokens[batch])
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"non-finite loss {loss.item()} at step {self.step + 1}")
-        return loss, obj_metrics
+    @functools.cached_property
+    def batched_loss(self) -> BatchedLoss:
+        return BatchedLoss(self.members, norm_len=self.max_new_tokens)
+
+    @functools.cached_property
+    def grad_clips(self) -> torch.Tensor:
+        """Each member's trainer.grad_clip, [M] on the parameters' device."""
+        return torch.tensor([float(m.t.grad_clip) for m in self.members], device=self.params[0].device)
 
     def evaluate(self) -> Dict[int, Dict[str, float]]:
         """Each member's held-out accuracy at its training temperature (fixed sampling seed) and greedy."""
