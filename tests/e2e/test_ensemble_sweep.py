@@ -55,6 +55,16 @@ def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness,
     _, parents = runs_of(run_harness.root, "together", role="parent")
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
     assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
+    # each run records the ensemble it trained in: two ensembles of 2, each run naming its partner's folder
+    tags = {Path(r.data.tags["harness.run_dir"]).name: r.data.tags for r in runs}
+    assert {t["harness.ensemble_size"] for t in tags.values()} == {"2"}
+    ensembles = {}
+    for name, t in tags.items():
+        ensembles.setdefault(t["harness.ensemble_id"], set()).add(name)
+        assert t["harness.device"] == "cpu" and t["harness.ensemble_peers"] in tags and t["harness.ensemble_peers"] != name
+    assert sorted(len(names) for names in ensembles.values()) == [2, 2]
+    _, lone = runs_of(run_harness.root, "alone")
+    assert {(r.data.tags["harness.ensemble_size"], r.data.tags["harness.ensemble_peers"]) for r in lone} == {("1", "-")}
 
 
 def test_sigterm_ends_every_member_killed(run_harness, tmp_path):

@@ -15,10 +15,12 @@ def clip_per_member(params: Sequence[torch.Tensor], max_norms: Sequence[float]) 
     grads: List[torch.Tensor] = [p.grad for p in params if p.grad is not None]
     M = len(max_norms)
     if not grads:
-        return torch.zeros(M)
-    per_param = torch.stack([torch.linalg.vector_norm(g.reshape(M, -1), 2, dim=1) for g in grads])  # [n, M]
-    total = torch.linalg.vector_norm(per_param, 2, dim=0)  # [M]
-    coef = (torch.tensor([float(m) for m in max_norms]) / (total + 1e-6)).clamp(max=1.0)
+        return torch.zeros(M, device=params[0].device)
+    per_param = torch.stack([torch.linalg.vector_norm(g.reshape(M, -1), 2, dim=1) for g in grads], dim=1)  # [M, n]
+    # each member's norms reduced along a contiguous row: a reduction over dim 0 of [n, M] sums in an order
+    # that depends on M (a member alone rounds its norm differently than in an ensemble)
+    total = torch.linalg.vector_norm(per_param, 2, dim=1)  # [M]
+    coef = (torch.tensor([float(m) for m in max_norms], device=total.device) / (total + 1e-6)).clamp(max=1.0)
     for g in grads:
         g.mul_(coef.view(M, *([1] * (g.dim() - 1))))
     return total
