@@ -61,7 +61,8 @@ def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness,
     ensembles = {}
     for name, t in tags.items():
         ensembles.setdefault(t["harness.ensemble_id"], set()).add(name)
-        assert t["harness.device"] == "cpu" and t["harness.ensemble_peers"] in tags and t["harness.ensemble_peers"] != name
+        assert t["harness.device"] == "cpu"
+        assert t["harness.ensemble_peers"] in tags and t["harness.ensemble_peers"] != name
     assert sorted(len(names) for names in ensembles.values()) == [2, 2]
     _, lone = runs_of(run_harness.root, "alone")
     assert {(r.data.tags["harness.ensemble_size"], r.data.tags["harness.ensemble_peers"]) for r in lone} == {("1", "-")}

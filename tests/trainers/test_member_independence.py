@@ -1,7 +1,7 @@
 """A run's numbers do not depend on its ensemble, bit for bit on a CPU: each member of an ensemble of 3 (first,
-middle and last slot; two objectives; the default bf16 rollout) logs exactly what the same
-config logs alone (the default regime, two steps). Its samples come from its own stream (seed, step, row, position), the model's ops are
-per member, and the gradient norm for clipping reduces each member's own contiguous row (summed down a
+middle and last slot; two objectives; the default bf16 rollout) logs exactly what the same config logs alone
+(the default regime, two steps). Its samples come from its own stream (seed, step, row, position), the
+model's ops are per member, and the gradient norm for clipping reduces each member's own contiguous row (summed down a
 column of [parameters, M] before, its rounding depended on M: issue 36 item 6)."""
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ def test_a_members_draws_depend_on_its_own_seed_and_counters_only():
     among = Draws(torch.tensor([5, 7, 7, 2 ** 40 + 7]), ROLLOUT, 3).uniforms(16, 2)
     assert torch.equal(among[1], alone[0]) and torch.equal(among[2], alone[0])
     assert not torch.equal(among[0], alone[0]) and not torch.equal(among[3], alone[0])  # high seed bits count
-    for other in (Draws(torch.tensor([7]), ROLLOUT, 4).uniforms(16, 2), Draws(torch.tensor([7]), EVAL, 3).uniforms(16, 2),
-                  Draws(torch.tensor([7]), ROLLOUT, 3).uniforms(16, 3)):
+    seven = torch.tensor([7])
+    for other in (Draws(seven, ROLLOUT, 4).uniforms(16, 2), Draws(seven, EVAL, 3).uniforms(16, 2),
+                  Draws(seven, ROLLOUT, 3).uniforms(16, 3)):
         assert (other != alone).float().mean() > 0.9
     chunked = Draws(torch.tensor([7]), ROLLOUT, 3, row_offset=8).uniforms(8, 2)
     assert torch.equal(chunked, alone[:, 8:])  # a chunk's rows draw what they draw in the whole batch

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import torch
 
+from types import SimpleNamespace
+
 from harness.trainers.builtin.rollout import Rollout, completions_text
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.tasks.token_rewards import answer_ids, token_rewards
 from harness.trainers.builtin.tokenizer import fixed_vocab
-from types import SimpleNamespace
 
 
 def _responses(answers, length: int, seed: int):
@@ -22,7 +23,8 @@ def _responses(answers, length: int, seed: int):
             if kind == 1:
                 ids = [vocab[" "]] + ids + [vocab[" "], vocab[" "]]
             if kind == 2:
-                ids.insert(int(torch.randint(0, len(ids) + 1, (1,), generator=g)), int(torch.randint(0, 2, (1,), generator=g)))
+                special = int(torch.randint(0, 2, (1,), generator=g))  # <pad> or <bos> sampled inside the answer
+                ids.insert(int(torch.randint(0, len(ids) + 1, (1,), generator=g)), special)
             if kind == 3:
                 ids = ids[:-1] if len(ids) > 1 else ids + [vocab["7"]]
             sequence = (ids + [vocab["<eos>"]])[:length]
@@ -40,6 +42,7 @@ def test_token_rewards_equal_the_reward_of_the_decoded_text(tokenizer):
         tokens, mask = _responses([p.answer for p in problems], length, seed=difficulty)
         texts = completions_text(tokenizer, Rollout(tokens=tokens, logp=mask, mask=mask, lengths=mask.sum(1).long()))
         expected = torch.tensor([task.reward(p, text) for p, text in zip(problems, texts)])
-        got = token_rewards(tokens.view(12, 50, -1), mask.view(12, 50, -1), answer_ids([p.answer for p in problems]).view(12, 50, -1))
+        answers = answer_ids([p.answer for p in problems]).view(12, 50, -1)
+        got = token_rewards(tokens.view(12, 50, -1), mask.view(12, 50, -1), answers)  # [members, rows] at once
         assert 0.2 < expected.mean() < 0.8, name
         assert torch.equal(got.flatten(), expected), name

@@ -12,7 +12,8 @@ ids there. A member's samples come from its own counter-based stream (`sampling.
 the step, the row and the position), so its numbers are those of its solo run whatever it is grouped with
 (tests/trainers/test_ensemble_trainer.py, test_member_independence.py). Each member's tracking run is tagged
 with its ensemble (`harness.ensemble_*`). A member whose own part fails (its sampling, rewards, loss, metrics,
-logging, set-up: any error, a memory error included) ends FAILED alone; the others go on, their numbers unchanged (`Member.alone`)."""
+logging, set-up: any error, a memory error included) ends FAILED alone; the others go on, their numbers
+unchanged (`Member.alone`)."""
 from __future__ import annotations
 
 import logging
