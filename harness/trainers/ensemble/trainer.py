@@ -200,8 +200,8 @@ class EnsembleTrainer:
         rollouts = batch.members()
         rollout_seconds = time.perf_counter() - started
         rewards_all = token_rewards(batch.tokens, batch.mask, answers[:, prompt_index])  # [M, B]
-        rewards = list(rewards_all.unbind(0))
-        advantages = list(grouped_advantages(self.members, rewards_all, group).unbind(0))
+        advantages_all = grouped_advantages(self.members, rewards_all, group)  # [M, B]
+        rewards, advantages = list(rewards_all.unbind(0)), list(advantages_all.unbind(0))
         order = Draws(self.seeds, ORDER, self.step + 1).permutations(len(prompt_index))  # [M, B]
         masks = [r.mask.float() for r in rollouts]
         tokens = [r.tokens for r in rollouts]
