@@ -32,8 +32,8 @@ def per_run(folder: Path) -> dict:
 
 
 def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness, tmp_path):
-    # fp32: a bf16 rollout's batched kernels round by the ensemble's size (objective/abs_pi_minus_nu 0.00521
-    # together against 0.00535 alone at step 3), beyond this test's 1e-4 (README, Ensembles)
+    # fp32: chosen when a bf16 rollout rounded by the ensemble's size (objective/abs_pi_minus_nu 0.00521
+    # together against 0.00535 alone at step 3); since issue 36 a member is bit for bit its run alone
     together = run_harness("-m", *GRID, *QUICK, "precision=fp32", f"hydra.sweep.dir={tmp_path / 'together'}",
                            "experiment_name=together", check=True)
     assert "launching 4 jobs (launcher=local): 2 ensembles of 2 runs on 2 worker processes" in together.stdout
