@@ -102,7 +102,7 @@ def capture_rollouts(trainer) -> dict:
     def recording(prompts, *args, **kwargs):
         rollouts = generate(prompts, *args, **kwargs)
         seen["prompts"], seen["prompt_index"] = prompts, kwargs["prompt_index"]
-        seen["decode_steps"] = int(rollouts[0].mask.any(dim=0).sum())
+        seen["decode_steps"] = int(rollouts.mask[0].any(dim=0).sum())
         return rollouts
 
     trainer.engine.generate = recording

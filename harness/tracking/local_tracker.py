@@ -36,6 +36,9 @@ class Tracker:
     def log_artifact(self, path: Path, artifact_path: Optional[str] = None) -> None:
         pass
 
+    def set_tags(self, tags: Dict[str, str]) -> None:
+        """Tags of the tracking run (none here: the run folder's job.log says what they say)."""
+
     def where(self) -> str:
         """Where the run is recorded, for the run's first line."""
         return f"not tracked in MLflow (tracking=none); metrics in {self.run_dir / 'metrics.jsonl'}"

@@ -77,6 +77,13 @@ class MlflowTracker(MetricBatches, Tracker):
                    lambda: self.client.set_tag(self.run_id, "harness.run_dir", dir_tag["harness.run_dir"]))
         self._heartbeat = Heartbeat(self._beat, name="heartbeat").start()
 
+    def set_tags(self, tags: Dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        values = {k: scrub(str(v)) for k, v in tags.items()}
+        self._send(lambda: {"op": "tags", "values": values},
+                   lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in values.items()]))
+
     def where(self) -> str:
         s = self.spec
         if self.offline:

@@ -138,23 +138,24 @@ def checkpoint_step(source: str) -> int:
     return int(_meta(source).get("step", 0))
 
 
-def snapshot(state: Any) -> Any:
-    """A copy of a state tree whose tensors share no memory with the live model and optimizer."""
+def snapshot(state: Any, copy_tensors: bool = True) -> Any:
+    """A copy of a state tree whose tensors are in CPU memory (a GPU's tensors are copied off it before the
+    write) and, with copy_tensors, share no memory with the live model and optimizer."""
     import torch
 
     if isinstance(state, torch.Tensor):
-        return state.detach().clone()
+        return state.detach().to("cpu", copy=copy_tensors)
     if isinstance(state, dict):
-        return {key: snapshot(value) for key, value in state.items()}
+        return {key: snapshot(value, copy_tensors) for key, value in state.items()}
     if isinstance(state, (list, tuple)):
-        return type(state)(snapshot(value) for value in state)
+        return type(state)(snapshot(value, copy_tensors) for value in state)
     return copy.deepcopy(state)
 
 
 class CheckpointWriter:
     """Saves checkpoints one at a time, in step order. Each waits for `before_write` (the tracking flush:
     a checkpoint never claims steps the store lacks) and then goes to disk; in the background (the
-    default) the loop only pays for a copy of the state, and the next save or `wait()` joins the write
+    default) the loop only pays for a copy of the state (to the CPU), and the next save or `wait()` joins the write
     before it and raises its error. A process killed mid-write keeps the previous checkpoint (atomic rename)."""
 
     def __init__(self, run_dir: Path, before_write: Callable[[], None], run_id: Callable[[], Optional[str]],
@@ -166,7 +167,7 @@ class CheckpointWriter:
     def save(self, state: Dict[str, Any], step: int) -> None:
         self.wait()
         if not self.background:
-            self._write(state, step)
+            self._write(snapshot(state, copy_tensors=False), step)
             return
         self._thread = threading.Thread(target=self._write_noting_error, args=(snapshot(state), step),
                                         name=f"harness-checkpoint-{step}")

@@ -32,8 +32,8 @@ def per_run(folder: Path) -> dict:
 
 
 def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness, tmp_path):
-    # fp32: a bf16 rollout's batched kernels round by the ensemble's size (objective/abs_pi_minus_nu 0.00521
-    # together against 0.00535 alone at step 3), beyond this test's 1e-4 (README, Ensembles)
+    # fp32: chosen when a bf16 rollout rounded by the ensemble's size (objective/abs_pi_minus_nu 0.00521
+    # together against 0.00535 alone at step 3); since issue 36 a member is bit for bit its run alone
     together = run_harness("-m", *GRID, *QUICK, "precision=fp32", f"hydra.sweep.dir={tmp_path / 'together'}",
                            "experiment_name=together", check=True)
     assert "launching 4 jobs (launcher=local): 2 ensembles of 2 runs on 2 worker processes" in together.stdout
@@ -55,6 +55,17 @@ def test_a_sweep_trains_ensembles_whose_runs_match_their_runs_alone(run_harness,
     _, parents = runs_of(run_harness.root, "together", role="parent")
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
     assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
+    # each run records the ensemble it trained in: two ensembles of 2, each run naming its partner's folder
+    tags = {Path(r.data.tags["harness.run_dir"]).name: r.data.tags for r in runs}
+    assert {t["harness.ensemble_size"] for t in tags.values()} == {"2"}
+    ensembles = {}
+    for name, t in tags.items():
+        ensembles.setdefault(t["harness.ensemble_id"], set()).add(name)
+        assert t["harness.device"] == "cpu"
+        assert t["harness.ensemble_peers"] in tags and t["harness.ensemble_peers"] != name
+    assert sorted(len(names) for names in ensembles.values()) == [2, 2]
+    _, lone = runs_of(run_harness.root, "alone")
+    assert {(r.data.tags["harness.ensemble_size"], r.data.tags["harness.ensemble_peers"]) for r in lone} == {("1", "-")}
 
 
 def test_sigterm_ends_every_member_killed(run_harness, tmp_path):

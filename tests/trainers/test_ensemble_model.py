@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from conftest import tiny_model_cfg
-from harness.trainers.builtin.model import build_model
+from harness.trainers.builtin.model import build_model, token_logprobs
 from harness.trainers.builtin.precision import precision_spec
+from harness.trainers.ensemble.sampling import ROLLOUT, Draws
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
@@ -72,22 +73,33 @@ def alone(hf, spec, scale: float = 1.0) -> StackedRollout:
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp8_rollout"])
 def test_rollout_samples_what_each_member_samples_alone(precision):
+    """Each member draws from its own stream (seed, step, row, position): in an ensemble of 3 it samples the
+    tokens it samples alone, with the same log μ; an ended member draws nothing; in fp32 log μ is its
+    transformers model's own log-probability of the token."""
     models = members(3)
-    model = stacked(models)
     spec = precision_spec(precision)
-    engine = StackedRollout(model, spec, [1.0, 1.0, 1.0])
-    prompts = torch.randint(3, VOCAB, (3, 2, 5))
+    engine = StackedRollout(stacked(models), spec, [1.0, 1.0, 1.0])
+    prompts = torch.randint(3, VOCAB, (3, 2, 5), generator=torch.Generator().manual_seed(0))
     index = torch.tensor([0, 0, 1, 1])
-    gens = [torch.Generator().manual_seed(10 + k) for k in range(3)]
-    rollouts = engine.generate(prompts, 6, [1.0, 0.7, 1.0], gens, topk=3, prompt_index=index)
+    seeds, temperatures = torch.tensor([10, 11, 12]), [1.0, 0.7, 1.0]
+    together = engine.generate(prompts, 6, temperatures, Draws(seeds, ROLLOUT, 3), [True, True, True], topk=3,
+                               prompt_index=index).members()
     for k, hf in enumerate(models):
-        (expected,) = alone(hf, spec).generate(prompts[k:k + 1], 6, [[1.0, 0.7, 1.0][k]],
-                                               [torch.Generator().manual_seed(10 + k)], topk=3, prompt_index=index)
-        assert torch.equal(rollouts[k].tokens, expected.tokens)
-        assert torch.equal(rollouts[k].mask, expected.mask)
-        tolerance = 1e-5 if precision == "fp32" else 3e-2
-        torch.testing.assert_close(rollouts[k].logp, expected.logp, atol=tolerance, rtol=0)
-        assert torch.equal(rollouts[k].topk_ids[expected.mask.bool()], expected.topk_ids[expected.mask.bool()])
+        own = alone(hf, spec).generate(
+            prompts[k:k + 1], 6, temperatures[k:k + 1], Draws(seeds[k:k + 1], ROLLOUT, 3), [True], topk=3,
+            prompt_index=index).members()[0]
+        assert torch.equal(together[k].tokens, own.tokens) and torch.equal(together[k].mask, own.mask)
+        # rounding-level: an elementwise kernel over [M, ...] may take its scalar path for the last elements
+        torch.testing.assert_close(together[k].logp, own.logp, atol=1e-6, rtol=0)
+        assert torch.equal(together[k].topk_ids, own.topk_ids)
+        if precision == "fp32":
+            expected, _ = token_logprobs(hf, prompts[k][index], together[k].tokens, temperature=temperatures[k])
+            torch.testing.assert_close(together[k].logp, expected * together[k].mask, atol=1e-5, rtol=0)
+    assert len({tuple(r.tokens.flatten().tolist()) for r in together}) == 3
+    ended = engine.generate(prompts, 6, temperatures, Draws(seeds, ROLLOUT, 3), [True, False, True],
+                            prompt_index=index).members()
+    assert torch.equal(ended[0].tokens, together[0].tokens) and torch.equal(ended[2].tokens, together[2].tokens)
+    assert ended[1].mask.sum() == 0 and torch.all(ended[1].tokens == 0)
 
 
 def test_mismatch_scale_is_per_member():

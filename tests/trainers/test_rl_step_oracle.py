@@ -19,6 +19,7 @@ from harness.trainers.builtin.model import token_logprobs
 from harness.trainers.builtin.policy import masked_mean, token_entropy
 from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tokenizer import encode_batch
+from harness.trainers.ensemble.sampling import ORDER, Draws
 from harness.trainers.ensemble.trainer import EnsembleTrainer
 
 
@@ -31,13 +32,12 @@ def test_one_step_is_the_objective_on_its_own_rollout(tmp_path, warm_cache, algo
     trainer = EnsembleTrainer([(cfg, tmp_path / "run", Tracker(tmp_path / "run"))])
     model = trainer.member_model(0)  # the weights before the step
     data_rng = copy.deepcopy(trainer.members[0].data_rng)
-    rollouts, sample_gen = [], trainer.members[0].sample_gen
+    rollouts = []
     generate = trainer.engine.generate
-    trainer.engine.generate = lambda *a, **kw: rollouts.append((generate(*a, **kw), sample_gen.get_state())) \
-        or rollouts[-1][0]
+    trainer.engine.generate = lambda *a, **kw: rollouts.append(generate(*a, **kw)) or rollouts[-1]
     got = trainer.rl_step()[0]
 
-    (rollout,), order_state = rollouts[0]
+    (rollout,) = rollouts[0].members()
     problems = trainer.task.sample_train(data_rng, t.prompts_per_step)
     prompts = encode_batch(trainer.tokenizer, [p.prompt for p in problems]).repeat_interleave(t.group_size, dim=0)
     texts = completions_text(trainer.tokenizer, rollout)
@@ -53,7 +53,8 @@ def test_one_step_is_the_objective_on_its_own_rollout(tmp_path, warm_cache, algo
     assert not objective.needs_topk
     optimizer = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     expected = {}
-    for rows in torch.randperm(len(tokens), generator=torch.Generator().set_state(order_state)).chunk(mini_batches):
+    order = Draws(torch.tensor([cfg.seed]), ORDER, 1).permutations(len(tokens))[0]  # the run's stream at step 1
+    for rows in order.chunk(mini_batches):
         logp, logits = token_logprobs(model, prompts[rows], tokens[rows], temperature=float(t.temperature))
         J, metrics = objective.compute(logp, rollout.logp[rows], advantages[rows], response_mask=mask[rows],
                                        recomputed_logp=old_logp[rows], logits=logits, token_ids=tokens[rows])

@@ -14,6 +14,7 @@ from harness.trainers.builtin.model import build_model, token_logprobs
 from harness.trainers.builtin.precision import fp8_quant_dequant, precision_spec
 from harness.trainers.builtin.tasks import build_task
 from harness.trainers.builtin.warmstart import accuracy
+from harness.trainers.ensemble.sampling import ROLLOUT, Draws
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
@@ -42,9 +43,13 @@ def _engine(model, name="fp32", scale=1.0, **spec):
 
 
 def _generate(engine, prompts, seed=0, temperature=1.0, **kwargs):
-    (rollout,) = engine.generate(prompts.unsqueeze(0), 8, [temperature], [torch.Generator().manual_seed(seed)],
-                                 **kwargs)
+    (rollout,) = engine.generate(prompts.unsqueeze(0), 8, [temperature], _draws(seed), [True], **kwargs).members()
     return rollout
+
+
+def _draws(*seeds):
+    """Each member's stream at step 0, seeded `seeds`."""
+    return Draws(torch.tensor(seeds), ROLLOUT, 0)
 
 
 def _mismatch(trainer_model, prompts, rollout):
@@ -116,8 +121,8 @@ def test_every_position_is_the_hf_forward_at_the_rollout_precision(model, precis
     over the KV cache) is what one transformers forward of prompt + response computes on the engine's weights."""
     engine = _engine(model, precision)
     prompts, index = _ids(8, 9, seed=2), torch.arange(8).repeat_interleave(4)
-    (rollout,) = engine.generate(prompts.unsqueeze(0), 8, [1.0], [torch.Generator().manual_seed(7)], topk=VOCAB,
-                                 prompt_index=index)
+    (rollout,) = engine.generate(prompts.unsqueeze(0), 8, [1.0], _draws(7), [True], topk=VOCAB,
+                                 prompt_index=index).members()
     with torch.no_grad():
         logits = _hf_holding(engine, model)(input_ids=torch.cat([prompts[index], rollout.tokens], dim=1)).logits
     expected = torch.log_softmax(logits[:, prompts.shape[1] - 1:-1].float(), dim=-1)
@@ -193,21 +198,20 @@ def test_greedy_takes_the_argmax(model, prompts):
 
 
 def test_a_member_whose_rows_have_all_ended_draws_nothing_more(prompts, tokenizer):
-    """Member 0 ends every row with its first token while member 1 samples on: member 0's generator has drawn
-    once, so what a member samples never depends on how long its neighbours' responses are."""
+    """Member 0 ends every row with its first token while member 1 samples on: member 1 samples exactly what it
+    samples alone, so what a member samples never depends on how long its neighbours' responses are."""
     ending = _bigram({}, default=EOS)
     stacked = StackedQwen3(ending, members=2)
-    stacked.load_member(1, build_model(tiny_model_cfg(hidden_size=64, intermediate_size=128,
-                                                      tie_word_embeddings=False), VOCAB, seed=1).state_dict())
-    generators = [torch.Generator().manual_seed(k) for k in range(2)]
+    sampler = build_model(tiny_model_cfg(hidden_size=64, intermediate_size=128, tie_word_embeddings=False), VOCAB,
+                          seed=1)
+    stacked.load_member(1, sampler.state_dict())
     ended, sampled = StackedRollout(stacked, precision_spec("fp32"), [1.0, 1.0]).generate(
-        prompts.expand(2, -1, -1), 8, [1.0, 1.0], generators)
+        prompts.expand(2, -1, -1), 8, [1.0, 1.0], _draws(0, 1), [True, True]).members()
     assert ended.lengths.eq(1).all() and ended.tokens[:, 0].eq(EOS).all() and ended.tokens[:, 1:].eq(PAD).all()
     assert completions_text(tokenizer, ended) == [""] * 128
     assert sampled.lengths.max() > 1
-    one_draw = torch.Generator().manual_seed(0)
-    torch.multinomial(torch.ones(128, VOCAB), 1, generator=one_draw)
-    assert torch.equal(generators[0].get_state(), one_draw.get_state())
+    (alone,) = _engine(sampler).generate(prompts.unsqueeze(0), 8, [1.0], _draws(1), [True]).members()
+    assert torch.equal(sampled.tokens, alone.tokens) and torch.equal(sampled.mask, alone.mask)
 
 
 def test_accuracy_scores_one_completion_per_problem(tokenizer):

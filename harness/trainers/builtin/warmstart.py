@@ -25,6 +25,7 @@ from harness.infra.locks import locked
 from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.precision import precision_spec
 from harness.trainers.builtin.tokenizer import encode_batch
+from harness.trainers.ensemble.sampling import PROBE, Draws
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 
@@ -36,8 +37,9 @@ WARMSTART_VERSION = 1
 CHECK_EVERY = 25
 PROBE_SIZE = 256
 # In the key of a warm start with a target accuracy: its stopping step follows the probe's samples, so a change
-# of the engine or sampler that draws them must change it (2: the ensemble's StackedRollout; 1 had its own engine).
-PROBE_SAMPLER = 2
+# of the engine or sampler that draws them must change it (3: counter-based draws, `ensemble.sampling`; 2: the
+# ensemble's StackedRollout with a torch.Generator; 1 had its own engine).
+PROBE_SAMPLER = 3
 
 
 def cache_folder(spec) -> Path:
@@ -178,9 +180,10 @@ def accuracy(engine: StackedRollout, tokenizer, task, problems, seed: int | None
     """Fraction of `problems` solved by one completion each from a one-member `engine` (synced): sampled at
     temperature 1 from a generator seeded `seed`, or the greedy completion when seed is None."""
     prompts = encode_batch(tokenizer, [p.prompt for p in problems]).unsqueeze(0)
-    generator = None if seed is None else torch.Generator().manual_seed(seed)
+    draws = None if seed is None else Draws(torch.tensor([seed], device=prompts.device), PROBE, 0)
     # Room for the longest answer and its `<eos>`; anything longer cannot be correct.
-    (rollout,) = engine.generate(prompts, task.max_answer_length + 1, [1.0], [generator], greedy=seed is None)
+    (rollout,) = engine.generate(prompts, task.max_answer_length + 1, [1.0], draws, [True],
+                                 greedy=seed is None).members()
     rewards = [task.reward(p, c) for p, c in zip(problems, completions_text(tokenizer, rollout))]
     return float(np.mean(rewards)) if rewards else float("nan")
 

@@ -17,8 +17,10 @@ def clip_per_member(params: Sequence[torch.Tensor], max_norms: Union[Sequence[fl
     M = len(max_norms)
     if not grads:
         return torch.zeros(M, device=params[0].device if params else None)
-    per_param = torch.stack([torch.linalg.vector_norm(g.reshape(M, -1), 2, dim=1) for g in grads])  # [n, M]
-    total = torch.linalg.vector_norm(per_param, 2, dim=0)  # [M]
+    per_param = torch.stack([torch.linalg.vector_norm(g.reshape(M, -1), 2, dim=1) for g in grads], dim=1)  # [M, n]
+    # each member's norms reduced along a contiguous row: a reduction over dim 0 of [n, M] sums in an order
+    # that depends on M (a member alone rounds its norm differently than in an ensemble)
+    total = torch.linalg.vector_norm(per_param, 2, dim=1)  # [M]
     limits = max_norms if isinstance(max_norms, torch.Tensor) else \
         torch.tensor([float(m) for m in max_norms], dtype=total.dtype, device=total.device)
     coef = (limits / (total + 1e-6)).clamp(max=1.0)  # on the device: nothing waits for the norms

@@ -1,23 +1,26 @@
 """The ensemble's evaluation: every member's held-out accuracy, sampled at its training temperature (a fixed
-seed) and greedy. A member whose sampling or rewards fail ends alone."""
+stream: its dataset seed's, the same at every evaluation) and greedy, with rewards computed from token ids on
+the device. A member whose sampling fails ends alone."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional
 
 import torch
 
-from harness.trainers.builtin.completions import completions_text
-from harness.trainers.builtin.tokenizer import encode_batch
+from harness.trainers.builtin.tasks.token_rewards import token_rewards
+from harness.trainers.ensemble.sampling import EVAL, Draws
 
-EVAL_BATCH = 256  # as `rollout.evaluate_accuracy`: the eval generator's draws depend on the chunking
+EVAL_BATCH = 256  # rows per generate call (a problem's draws are keyed by its index: the chunking changes none)
 
 
 def evaluate(trainer) -> Dict[int, Dict[str, float]]:
     """trainer: an `EnsembleTrainer`; {member index: its evaluation metrics} of the members still alive."""
     trainer.engine.sync()
-    seeds = [int(m.spec.dataset.seed) for m in trainer.members]
-    sampled = _accuracy(trainer, [torch.Generator().manual_seed(s) for s in seeds], greedy=False)
-    greedy = _accuracy(trainer, [None] * len(trainer.members), greedy=True)
+    seeds = torch.tensor([int(m.spec.dataset.seed) for m in trainer.members], dtype=torch.long,
+                         device=trainer.device)
+    sampled = _accuracy(trainer, Draws(seeds, EVAL, 0))
+    greedy = _accuracy(trainer, None)
     out = {}
     for k, member in enumerate(trainer.members):
         if member.alive:
@@ -27,20 +30,17 @@ def evaluate(trainer) -> Dict[int, Dict[str, float]]:
     return out
 
 
-def _accuracy(trainer, generators: List[Optional[torch.Generator]], greedy: bool) -> List[float]:
-    problems, members = trainer.eval_problems, trainer.members
+def _accuracy(trainer, draws: Optional[Draws]) -> List[float]:
+    """Each member's accuracy on the eval set: sampled from `draws`, greedy when None."""
+    members, count = trainer.members, len(trainer.eval_problems)
     max_new_tokens = trainer.task.max_answer_length + 1
-    rewards: List[List[float]] = [[] for _ in members]
+    correct = torch.zeros(len(members), device=trainer.device)
     failed = trainer.sampling_failed(f"in the evaluation at step {trainer.step}")
-    for start in range(0, len(problems), EVAL_BATCH):
-        chunk = problems[start:start + EVAL_BATCH]
-        prompts = encode_batch(trainer.tokenizer, [p.prompt for p in chunk]).unsqueeze(0).expand(len(members), -1, -1)
-        rollouts = trainer.engine.generate(prompts, max_new_tokens, [m.t.temperature for m in members],
-                                           [g if m.alive else None for g, m in zip(generators, members)],
-                                           greedy=greedy, on_failure=failed)
-        for k, (member, rollout) in enumerate(zip(members, rollouts)):
-            if member.alive:
-                with member.alone():
-                    rewards[k] += [trainer.task.reward(p, c)
-                                   for p, c in zip(chunk, completions_text(trainer.tokenizer, rollout))]
-    return [float(sum(r) / len(r)) if r else float("nan") for r in rewards]
+    for start in range(0, count, EVAL_BATCH):
+        prompts = trainer.eval_prompts[start:start + EVAL_BATCH]
+        batch = trainer.engine.generate(prompts.unsqueeze(0).expand(len(members), -1, -1), max_new_tokens,
+                                        [m.t.temperature for m in members],
+                                        None if draws is None else replace(draws, row_offset=start),
+                                        [m.alive for m in members], greedy=draws is None, on_failure=failed)
+        correct += token_rewards(batch.tokens, batch.mask, trainer.eval_answers[start:start + EVAL_BATCH]).sum(dim=1)
+    return (correct / count).tolist()

@@ -1,8 +1,9 @@
-"""One member of an ensemble: a complete run (its spec, folder, tracker, objective, data stream, sampling
-RNG, warm start, best evaluation) whose parameters live in slot `index` of the ensemble's stacked model.
+"""One member of an ensemble: a complete run (its spec, folder, tracker, objective, data stream, warm start,
+best evaluation) whose parameters live in slot `index` of the ensemble's stacked model. Its sampling stream
+needs no state: a hash of its seed and the step (`sampling.Draws`).
 
 Its checkpoint is a run's format: an HF state dict, an AdamW state dict
-over the HF parameters, the RNG states, the step and the best evaluation. A member's checkpoint therefore
+over the HF parameters, the data RNG's state, the step and the best evaluation. A member's checkpoint therefore
 resumes as a solo run and a solo run's checkpoint resumes as a member."""
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ class Member:
     tracker: Any
     objective: Any = None
     data_rng: Optional[np.random.Generator] = None
-    sample_gen: Optional[torch.Generator] = None
     best_eval: float = -math.inf
     on_eval: Optional[Callable[[int, Dict[str, float]], None]] = None  # after each evaluation (Optuna pruning)
     error: Optional[BaseException] = None  # set when this member failed; the others go on
@@ -43,7 +43,6 @@ class Member:
         params = {k: v for k, v in OmegaConf.to_container(self.spec.algo, resolve=True).items() if k != "name"}
         self.objective = build_objective(self.spec.algo.name, **params)
         self.data_rng = np.random.default_rng(self.spec.seed)
-        self.sample_gen = torch.Generator().manual_seed(self.spec.seed)
 
     @property
     def alive(self) -> bool:
@@ -70,6 +69,22 @@ class Member:
     @property
     def name(self) -> str:
         return self.spec.algo.name
+
+
+def tag_ensemble(members, device) -> None:
+    """Record in each member's tracking run the ensemble it trained in (its numbers do not depend on it, see
+    README "Reproducing a run", but a reader should see where a run came from): the ensemble's size, the
+    member's slot, an id its runs share, the other runs' folder names and the device."""
+    import hashlib
+
+    folders = "\n".join(str(m.run_dir.resolve()) for m in members)
+    ensemble_id = hashlib.blake2b(folders.encode(), digest_size=6).hexdigest()
+    for member in members:
+        peers = ",".join(m.run_dir.name for m in members if m is not member)
+        with member.alone():
+            member.tracker.set_tags({"harness.ensemble_size": str(len(members)),
+                                     "harness.ensemble_index": str(member.index), "harness.ensemble_id": ensemble_id,
+                                     "harness.ensemble_peers": peers[:4000] or "-", "harness.device": str(device)})
 
 
 def member_optimizer_state(optimizer: torch.optim.Optimizer, params, index: int) -> Dict[str, Any]:
@@ -100,5 +115,5 @@ def load_member_optimizer_state(optimizer: torch.optim.Optimizer, params, index:
                 if key not in mine:
                     mine[key] = torch.zeros_like(param)
                 mine[key][index].copy_(value)
-            else:
-                mine[key] = value.clone() if torch.is_tensor(value) else copy.deepcopy(value)
+            else:  # AdamW's step: on the parameters' device (a fused optimizer wants it there)
+                mine[key] = value.to(param.device, copy=True) if torch.is_tensor(value) else copy.deepcopy(value)

@@ -3,7 +3,8 @@
 Member k's weights are exactly the tensors of a `transformers.Qwen3ForCausalLM` state dict (`load_member`,
 `member_state_dict`), so warm-start caches and checkpoints are shared with the solo trainer. The forward
 follows transformers' Qwen3 op by op (RMSNorm in float32, q/k RMSNorm over head_dim before RoPE, causal GQA
-attention through SDPA, SwiGLU MLP, tied or separate lm_head) with batched matmuls over members, so member
+attention through SDPA, SwiGLU MLP, tied or separate lm_head) with batched matmuls over members on the
+device the module is moved to (every tensor it makes is created there), so member
 k's logits equal its HF model's to float rounding (tests/trainers/test_ensemble_model.py) and no member's
 numbers depend on the others': every op is per member (bmm over the member dimension, norms per row).
 """
@@ -32,7 +33,7 @@ def _linear_names(layers: int) -> List[str]:
 def member_rows(rows: torch.Tensor, members: int, distinct: int) -> torch.Tensor:
     """Indices into a flat [members * distinct] batch of each member's rows: rows [B] or [members, B] name a
     distinct prompt per row; returns [members * B]."""
-    return (rows + torch.arange(members).view(members, 1) * distinct).reshape(-1)
+    return (rows + torch.arange(members, device=rows.device).view(members, 1) * distinct).reshape(-1)
 
 
 class StackedQwen3(torch.nn.Module):
@@ -59,6 +60,10 @@ class StackedQwen3(torch.nn.Module):
     @staticmethod
     def _key(name: str) -> str:
         return name.replace(".", "__")  # ParameterDict keys cannot hold dots
+
+    @property
+    def device(self) -> torch.device:
+        return self.inv_freq.device
 
     def param(self, name: str) -> torch.nn.Parameter:
         return self.weights[self._key(name)]
@@ -101,7 +106,7 @@ class StackedQwen3(torch.nn.Module):
     def rope(self, length: int, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [length, head_dim] (float32 tables cast to `dtype`, as Qwen3RotaryEmbedding), the first half
         of sin negated (the form `_rotate` takes)."""
-        positions = torch.arange(length, dtype=torch.float32)
+        positions = torch.arange(length, dtype=torch.float32, device=self.inv_freq.device)
         freqs = positions[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         sin = emb.sin().to(dtype)
@@ -137,15 +142,16 @@ class StackedQwen3(torch.nn.Module):
         """SDPA of q [N, heads, L, D] over k, v [N, kv_heads, S, D] (mask [L, S], True: attend). In float32 it is
         written out as two batched matmuls and a softmax, each key head's query heads stacked as rows: on a
         CPU, for heads this small, several times faster than SDPA's kernel, forward and backward (the same
-        numbers to float rounding). Other dtypes and autocast keep SDPA's own mixed-precision handling."""
-        if q.dtype != torch.float32 or torch.is_autocast_enabled("cpu"):
+        numbers to float rounding). Other dtypes, autocast and other devices (a GPU's fused attention
+        kernels) keep SDPA."""
+        if q.dtype != torch.float32 or q.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
                                                   scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
         N, H, L, D = q.shape
         KV, S = k.shape[1], k.shape[2]
         scores = torch.bmm(q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)) * self.scaling
         if causal and mask is None:
-            mask = torch.ones(L, S, dtype=torch.bool).tril()  # SDPA's is_causal (top-left aligned)
+            mask = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()  # SDPA's is_causal (top-left aligned)
         if mask is not None:
             scores = scores.view(N * KV, H // KV, L, S).masked_fill(~mask, float("-inf")).view(N * KV, -1, S)
         return torch.bmm(torch.softmax(scores, dim=-1), v.reshape(N * KV, S, D)).view(N, H, L, D)
@@ -176,7 +182,7 @@ class StackedQwen3(torch.nn.Module):
     def _embed(self, ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         """ids [M, B, L] into table [M, V, hidden] -> [M, B, L, hidden]."""
         M = ids.shape[0]
-        offsets = (torch.arange(M) * table.shape[1]).view(M, 1, 1)
+        offsets = (torch.arange(M, device=ids.device) * table.shape[1]).view(M, 1, 1)
         return F.embedding(ids + offsets, table.reshape(-1, table.shape[-1]))
 
     def run(self, w, ids: torch.Tensor, start: int = 0, cache: Optional[Cache] = None,
@@ -209,7 +215,7 @@ class StackedQwen3(torch.nn.Module):
         table = w("model.embed_tokens.weight")
         h_p, h_r = self._embed(prompts, table), self._embed(responses, table)
         flat_rows = member_rows(rows, M, U)
-        allowed = torch.ones(R, P + R, dtype=torch.bool).tril(diagonal=P)  # response i sees prompt + 0..i
+        allowed = torch.ones(R, P + R, dtype=torch.bool, device=prompts.device).tril(diagonal=P)  # prompt + 0..i
         for i in range(self.layers):
             q_p, k_p, v_p = self._qkv(i, w, h_p, 0, cos, sin)
             q_r, k_r, v_r = self._qkv(i, w, h_r, P, cos, sin)
@@ -236,5 +242,5 @@ class StackedQwen3(torch.nn.Module):
             weight = self.param(name)
             return fp8_fake_quant(weight) if name in self.linear_names else weight
 
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16):
             return self.run_shared(quantised, prompts, rows, responses).float()

@@ -1,14 +1,14 @@
 """The ensemble's rollout engine: every member's policy in the rollout precision, sampled together.
 
-As `harness.trainers.builtin.rollout.RolloutEngine` for one run: the engine keeps its own copy of the
+One engine for every run (a run alone is the ensemble of one): the engine keeps its own copy of the
 weights, cast (and for fp8, quantise-dequantised) from the trainer's float32 master weights at each `sync`,
 with each member's own `mismatch_scale`; its log-probs are log μ. Decoding runs all members at once with one
-KV cache [M*B, kv_heads, T, head_dim], but each member samples from its own generator, and a member whose
-rows have all ended draws nothing more, exactly as its solo engine stops, so member k's tokens are those its
-solo run would sample.
+KV cache [M*B, kv_heads, T, head_dim] on the trainer's device, and every member samples in one call from its
+own counter-based stream (`sampling.Draws`), so member k's tokens are those it samples alone.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from harness.trainers.builtin.precision import PrecisionSpec, engine_target, fp8_quant_dequant
 from harness.trainers.builtin.completions import Rollout
+from harness.trainers.ensemble.sampling import Draws, sample, unsampleable
 from harness.trainers.ensemble.stacked_model import StackedQwen3, member_rows
 
 
@@ -24,7 +25,8 @@ class StackedRollout:
 
     def __init__(self, model: StackedQwen3, spec: PrecisionSpec, mismatch_scales: Sequence[float]):
         self.model, self.spec = model, spec
-        self.scales = torch.tensor([float(s) for s in mismatch_scales], dtype=torch.float32)
+        self.scales = torch.tensor([float(s) for s in mismatch_scales], dtype=torch.float32, device=model.device)
+        self.scaled = any(float(s) != 1.0 for s in mismatch_scales)
         self.weights: Dict[str, torch.Tensor] = {
             name: torch.empty_like(model.param(name), dtype=spec.rollout_dtype) for name in model.names}
         self.synced_from: Dict[str, torch.Tensor] = {}  # delta sync: the trainer's weights [M, ...] at the last sync
@@ -42,7 +44,7 @@ class StackedRollout:
             rounded = fp8_quant_dequant(value) if self.spec.fp8_rollout and name in self.model.linear_names \
                 else value
             scales = self.scales.view(-1, *([1] * (master.dim() - 1)))
-            if bool((self.scales != 1.0).any()):
+            if self.scaled:
                 magnified = value + scales * (rounded.to(target.dtype).float() - value)
                 rounded = torch.where(scales == 1.0, rounded.to(target.dtype).float(), magnified)
             target.copy_(rounded)
@@ -112,7 +114,7 @@ class StackedRollout:
             return self._decode(prompts, 0, cache, cos, sin)
         M, U, P = prompts.shape
         shape = (M * U, self.model.kv_heads, P, self.model.head_dim)
-        shared = [(torch.empty(shape, dtype=k.dtype), torch.empty(shape, dtype=v.dtype)) for k, v in cache]
+        shared = [(k.new_empty(shape), v.new_empty(shape)) for k, v in cache]
         logits = self._decode(prompts, 0, shared, cos, sin)  # [M, U, V]
         flat_rows = member_rows(prompt_index.view(1, -1), M, U)
         for (k_cache, v_cache), (k, v) in zip(cache, shared):
@@ -122,29 +124,30 @@ class StackedRollout:
 
     @torch.no_grad()
     def generate(self, prompts: torch.Tensor, max_new_tokens: int, temperature: Sequence[float],
-                 generators: Sequence[Optional[torch.Generator]], topk: int = 0, greedy: bool = False,
+                 draws: Optional[Draws], active: Sequence[bool], topk: int = 0, greedy: bool = False,
                  prompt_index: Optional[torch.Tensor] = None,
-                 on_failure: Optional[Callable[[int, Exception], None]] = None) -> List[Rollout]:
-        """One Rollout per member: prompts [M, U, P] (rows prompts[:, prompt_index] when given, else all U),
-        temperature per member, generators per member (ignored with greedy). A member given generator None
-        and greedy False is not sampled (its Rollout is all padding): used for members that have ended.
-        on_failure(k, error): member k's sampling failed (its probabilities not finite, e.g. at a temperature
-        that rounds to 0 in float32); it draws nothing more and the others go on. Without it the error is
-        raised."""
+                 on_failure: Optional[Callable[[int, Exception], None]] = None) -> "StackedRollouts":
+        """Every member's rollout: prompts [M, U, P] on the engine's device (rows prompts[:, prompt_index]
+        when given, else all U), temperature per member; token t of row b of member k is drawn with
+        draws.uniforms(...)[k, b] at position t (its own stream: the same whatever its neighbours; `draws`
+        is ignored with greedy). A member not `active` is not sampled (its rows are all padding): used for
+        members that have ended. on_failure(k, error): member k's sampling failed (its probabilities not
+        finite, e.g. at a temperature that rounds to 0 in float32); it draws nothing more and the others go
+        on. Without it the error is raised."""
         M, P = prompts.shape[0], prompts.shape[2]
         B = prompts.shape[1] if prompt_index is None else len(prompt_index)
-        pad, eos = self.model.pad_token_id, self.model.eos_token_id
-        tokens = torch.full((M, B, max_new_tokens), pad, dtype=torch.long)
-        logp = torch.zeros(M, B, max_new_tokens)
-        mask = torch.zeros(M, B, max_new_tokens)
-        topk_logp = torch.zeros(M, B, max_new_tokens, topk) if topk > 0 else None
-        topk_ids = torch.zeros(M, B, max_new_tokens, topk, dtype=torch.long) if topk > 0 else None
-        active = [greedy or g is not None for g in generators]
-        alive = torch.tensor(active).view(M, 1).expand(M, B).clone()
+        pad, eos, device = self.model.pad_token_id, self.model.eos_token_id, prompts.device
+        tokens = torch.full((M, B, max_new_tokens), pad, dtype=torch.long, device=device)
+        logp = torch.zeros(M, B, max_new_tokens, device=device)
+        mask = torch.zeros(M, B, max_new_tokens, device=device)
+        topk_logp = torch.zeros(M, B, max_new_tokens, topk, device=device) if topk > 0 else None
+        topk_ids = torch.zeros(M, B, max_new_tokens, topk, dtype=torch.long, device=device) if topk > 0 else None
+        alive = torch.tensor([bool(a) for a in active], device=device).view(M, 1).expand(M, B).clone()
         dtype = self.spec.rollout_dtype
         shape = (M * B, self.model.kv_heads, P + max_new_tokens, self.model.head_dim)
-        cache = [(torch.empty(shape, dtype=dtype), torch.empty(shape, dtype=dtype)) for _ in range(self.model.layers)]
-        temps = torch.tensor([float(t) for t in temperature]).view(M, 1, 1)
+        cache = [(torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
+                 for _ in range(self.model.layers)]
+        temps = torch.tensor([float(t) for t in temperature], device=device).view(M, 1, 1)
         cos, sin = self.model.rope(P + max_new_tokens, dtype)
         position = P
         for step in range(max_new_tokens):
@@ -155,19 +158,12 @@ class StackedRollout:
                 position += 1
             log_probs = F.log_softmax(logits.float() / temps, dim=-1)  # [M, B, V]
             if greedy:
-                chosen = log_probs.argmax(dim=-1)
-            else:  # a member whose rows have all ended draws nothing more: its solo engine has stopped
-                chosen, probs = torch.full((M, B), pad, dtype=torch.long), log_probs.exp()
-                for k, sampling in enumerate(alive.any(dim=1).tolist()):
-                    if not sampling:
-                        continue
-                    try:
-                        chosen[k] = torch.multinomial(probs[k], 1, generator=generators[k]).squeeze(-1)
-                    except Exception as err:  # one member's sampling: its end, not the others'
-                        if on_failure is None:
-                            raise
-                        on_failure(k, err)
-                        alive[k] = False
+                chosen, failed = log_probs.argmax(dim=-1), None
+            else:
+                probs = log_probs.exp()
+                failed = unsampleable(probs) & alive.any(dim=1)
+                chosen = sample(torch.where(failed.view(M, 1, 1), 1.0, probs), draws.uniforms(B, step))
+                alive = alive & ~failed.view(M, 1)
             chosen = torch.where(alive, chosen, pad)
             tokens[:, :, step] = chosen
             logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)
@@ -175,9 +171,33 @@ class StackedRollout:
             if topk > 0:
                 topk_logp[:, :, step], topk_ids[:, :, step] = log_probs.topk(topk, dim=-1)
             alive = alive & (chosen != eos)
-            if not bool(alive.any()):
+            # one copy to the host per token: whether any row goes on, and which members failed
+            status = alive.any().view(1) if failed is None else torch.cat([alive.any().view(1), failed])
+            going_on, *failures = status.tolist()
+            for k in (k for k, bad in enumerate(failures) if bad):
+                err = RuntimeError(f"probabilities not finite or all zero at token {step + 1}")
+                if on_failure is None:
+                    raise err
+                on_failure(k, err)
+            if not going_on:
                 break
             step_input = chosen.unsqueeze(2)
-        return [Rollout(tokens=tokens[k], logp=logp[k], mask=mask[k], lengths=mask[k].sum(dim=1).long(),
-                        topk_logp=None if topk_logp is None else topk_logp[k],
-                        topk_ids=None if topk_ids is None else topk_ids[k]) for k in range(M)]
+        return StackedRollouts(tokens, logp, mask, topk_logp, topk_ids)
+
+
+@dataclass
+class StackedRollouts:
+    """Every member's rollout, stacked: tokens, logp, mask [M, B, T] (as `Rollout`), topk_* [M, B, T, K]."""
+    tokens: torch.Tensor
+    logp: torch.Tensor
+    mask: torch.Tensor
+    topk_logp: Optional[torch.Tensor] = None
+    topk_ids: Optional[torch.Tensor] = None
+
+    def members(self) -> List[Rollout]:
+        """One Rollout per member (views)."""
+        lengths = self.mask.sum(dim=2).long()
+        return [Rollout(tokens=self.tokens[k], logp=self.logp[k], mask=self.mask[k], lengths=lengths[k],
+                        topk_logp=None if self.topk_logp is None else self.topk_logp[k],
+                        topk_ids=None if self.topk_ids is None else self.topk_ids[k])
+                for k in range(self.tokens.shape[0])]

@@ -5,13 +5,16 @@ architecture, dataset, batch sizes, sequence lengths, steps, precision preset, o
 differ in seed, objective and its parameters, sampling temperature, advantage estimator, loss aggregation,
 grad clip, warm-start seed and mismatch scale. It is the only RL step of the built-in trainer (a run alone
 is the ensemble of one, `solo.py`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
-rollout engine (each member's own sampling generator), recompute π', take `mini_batches` optimizer steps
+rollout engine (each member's own sampling stream), recompute π', take `mini_batches` optimizer steps
 (loss, grad clip and metrics per member, computed for all members at once, the objectives grouped by kind:
 `batched_loss.py`; one backward and one AdamW step over the stacked parameters, which are elementwise per
-member; the step's numbers copied to the host once: `step_tensors.host_metrics`). A member's numbers are therefore those of its solo run to float rounding,
-whatever it is grouped with (tests/trainers/test_ensemble_trainer.py). A member whose loss is not finite
-A member whose own part fails (its sampling, rewards, loss, metrics, logging, set-up: any error, a memory error
-included) ends FAILED alone; the others go on, their numbers unchanged (`Member.alone`)."""
+member; the step's numbers copied to the host once: `step_tensors.host_metrics`). Everything lives on
+`trainer.device`; rewards are computed from token ids there. A member's samples come from its own counter-based
+stream (`sampling.Draws`: a hash of its seed, the step, the row and the position), so its numbers are those of
+its solo run whatever it is grouped with (tests/trainers/test_ensemble_trainer.py, test_member_independence.py).
+Each member's tracking run is tagged with its ensemble (`harness.ensemble_*`). A member whose own part fails
+(its sampling, rewards, loss, metrics, logging, set-up: any error, a memory error included) ends FAILED alone;
+the others go on, their numbers unchanged (`Member.alone`)."""
 from __future__ import annotations
 
 import functools
@@ -23,24 +26,27 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from omegaconf import DictConfig
 
-from harness.algorithms import compute_advantages
 from harness.infra.locks import LockHeld
 from harness.trainers.builtin.model import build_model, plain_qwen3
 from harness.trainers.builtin.policy import token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
-from harness.trainers.builtin.completions import completions_text
 from harness.trainers.builtin.tasks import build_task
+from harness.trainers.builtin.tasks.token_rewards import answer_ids, token_rewards
 from harness.trainers.builtin.token_stats import TokenStats
 from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
 from harness.trainers.builtin.warmstart import cache_folder, warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
+from harness.trainers.device import resolve_device
 from harness.trainers.ensemble import evaluation
 from harness.trainers.ensemble.batched_loss import BatchedLoss, Losses, MiniBatch
 from harness.trainers.ensemble.clip import clip_per_member
-from harness.trainers.ensemble.member import Member, load_member_optimizer_state, member_optimizer_state
+from harness.trainers.ensemble.advantages import grouped_advantages
+from harness.trainers.ensemble.member import (Member, load_member_optimizer_state, member_optimizer_state,
+                                              tag_ensemble)
+from harness.trainers.ensemble.sampling import ORDER, ROLLOUT, Draws
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
-from harness.trainers.ensemble.step_tensors import host_metrics, stacked, step_metrics
+from harness.trainers.ensemble.step_tensors import StepTensors, host_metrics, step_metrics
 
 log = logging.getLogger("harness")
 
@@ -64,13 +70,14 @@ class EnsembleTrainer:
         self._announced: set = set()
         first = self.members[0].spec
         self.cfg, self.t = first, first.trainer
+        self.device = resolve_device(str(self.t.get("device", "auto")))  # before any work: a missing GPU is one line
         torch.set_num_threads(int(threads or self.t.torch_threads))
         self.tokenizer = build_tokenizer()
         self.task = build_task(first.dataset)
         self.precision = precision_spec(first.precision.name, weight_sync=first.precision.get("weight_sync", "full"))
         self._engine_states: Dict[int, Dict] = {}  # member -> its checkpoint's delta-synced engine weights
         template = build_model(first.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
-        self.model = StackedQwen3(template, len(self.members))
+        self.model = StackedQwen3(template, len(self.members)).to(self.device)
         self.params = self.model.ordered_parameters()
         # fused: one kernel per parameter instead of a dozen (the same update to float rounding, ~4x faster on CPU)
         self.optimizer = torch.optim.AdamW(self.params, lr=self.t.lr, weight_decay=self.t.weight_decay, fused=True)
@@ -100,7 +107,12 @@ class EnsembleTrainer:
         for index, engine_state in self._engine_states.items():
             self.engine.load_member_sync_state(index, engine_state)
         self.eval_problems = self.task.eval_set()
-        self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members]).view(-1, 1, 1, 1)
+        self.eval_prompts = encode_batch(self.tokenizer, [p.prompt for p in self.eval_problems]).to(self.device)
+        self.eval_answers = answer_ids([p.answer for p in self.eval_problems], self.device)
+        self.temperatures = torch.tensor([float(m.t.temperature) for m in self.members],
+                                         device=self.device).view(-1, 1, 1, 1)
+        self.seeds = torch.tensor([int(m.spec.seed) for m in self.members], dtype=torch.long, device=self.device)
+        tag_ensemble(self.members, self.device)
 
     # -- set-up ----------------------------------------------------------------------------------------
     def _warm_start(self, member: Member, *, wait: bool) -> bool:
@@ -129,8 +141,7 @@ class EnsembleTrainer:
         state = load_checkpoint(source[1], source[0])
         self.model.load_member(member.index, state["model"])
         load_member_optimizer_state(self.optimizer, self.params, member.index, state["optimizer"])
-        member.data_rng.bit_generator.state = state["data_rng"]
-        member.sample_gen.set_state(state["sample_gen"])
+        member.data_rng.bit_generator.state = state["data_rng"]  # its sampling stream is keyed by the step alone
         member.best_eval = state["best_eval"]
         if source[0] == "trainer.resume" and state.get("rollout_engine"):  # a branch starts its engine afresh
             self._engine_states[member.index] = state["rollout_engine"]
@@ -141,7 +152,7 @@ class EnsembleTrainer:
         """Member's checkpoint, in the solo trainer's format."""
         state = {"model": self.model.member_state_dict(member.index),
                  "optimizer": member_optimizer_state(self.optimizer, self.params, member.index),
-                 "data_rng": member.data_rng.bit_generator.state, "sample_gen": member.sample_gen.get_state(),
+                 "data_rng": member.data_rng.bit_generator.state,
                  "torch_rng": torch.get_rng_state(), "step": self.step, "best_eval": member.best_eval}
         engine = self.engine.member_sync_state(member.index)
         return state if engine is None else {**state, "rollout_engine": engine}
@@ -179,30 +190,24 @@ class EnsembleTrainer:
         t, started, M = self.t, time.perf_counter(), len(self.members)
         group, mini_batches = int(t.group_size), int(t.mini_batches)
         problems = [self.task.sample_train(m.data_rng, t.prompts_per_step) for m in self.members]
-        prompts = torch.stack([encode_batch(self.tokenizer, [p.prompt for p in ps]) for ps in problems])
-        prompt_index = torch.arange(prompts.shape[1]).repeat_interleave(group)
+        prompts = torch.stack([encode_batch(self.tokenizer, [p.prompt for p in ps]) for ps in problems]).to(self.device)
+        answers = answer_ids([p.answer for ps in problems for p in ps], self.device).view(M, prompts.shape[1], -1)
+        prompt_index = torch.arange(prompts.shape[1], device=self.device).repeat_interleave(group)
         self.engine.sync()
         topk = int(t.topk) if any(m.objective.needs_topk for m in self.alive) else 0
-        rollouts = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
-                                        [m.sample_gen if m.alive else None for m in self.members], topk=topk,
-                                        prompt_index=prompt_index,
-                                        on_failure=self.sampling_failed(f"at step {self.step + 1}"))
+        rollout = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
+                                     Draws(self.seeds, ROLLOUT, self.step + 1), [m.alive for m in self.members],
+                                     topk=topk, prompt_index=prompt_index,
+                                     on_failure=self.sampling_failed(f"at step {self.step + 1}"))
         rollout_seconds = time.perf_counter() - started
-        rewards = [torch.zeros(len(prompt_index)) for _ in self.members]
-        advantages = [torch.zeros(len(prompt_index)) for _ in self.members]
-        for k, (member, rollout, ps) in enumerate(zip(self.members, rollouts, problems)):
-            if not member.alive:
-                continue
-            with member.alone():
-                texts = completions_text(self.tokenizer, rollout)
-                rewards[k] = torch.tensor([self.task.reward(ps[i // group], text) for i, text in enumerate(texts)],
-                                          dtype=torch.float32)
-                advantages[k] = compute_advantages(rewards[k].view(-1, group), member.t.advantage).reshape(-1)
-        batch = stacked(rollouts, rewards, advantages)
+        rewards = token_rewards(rollout.tokens, rollout.mask, answers[:, prompt_index])  # [M, B]
+        batch = StepTensors(rollout.tokens, rollout.logp, rollout.mask.float(), rollout.mask.sum(dim=2).long(),
+                            rewards, grouped_advantages(self.members, rewards, group), rollout.topk_logp,
+                            rollout.topk_ids)
         evaluating = (self.step + 1) % t.eval_every == 0
         stats = [TokenStats(m.objective) if evaluating else None for m in self.members]
-        batches = [torch.randperm(len(prompt_index), generator=m.sample_gen).chunk(mini_batches) if m.alive else
-                   torch.arange(len(prompt_index)).chunk(mini_batches) for m in self.members]
+        order = Draws(self.seeds, ORDER, self.step + 1).permutations(len(prompt_index))  # [M, B]
+        batches = [rows.chunk(mini_batches) for rows in order]
         members = torch.arange(M, device=batch.tokens.device).view(M, 1)
         old_logp, old_entropy = torch.empty_like(batch.logp), torch.empty_like(batch.logp)
         if mini_batches > 1:  # π' of the later mini-batches, before the first optimizer step (as the solo trainer)
