@@ -160,15 +160,13 @@ def dynamic_imports_across_layers(root: Path = REPO) -> list:
     """'file:line -> module' for each dynamic import (importlib.import_module, __import__, find_spec) whose
     target, as fixed in the source, is a harness module of another layer: the layers contract sees import
     statements only, so a dynamic import stays inside its own layer (a registry hands a higher one's in)."""
-    heights = layer_order(root)
+    orders = layer_orders(root)
     found = []
     for path in sorted((root / "harness").rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
         package = ".".join(parts[:-1])  # __package__, of a module and of a package's __init__ alike
-        mine = heights.get(parts[1])  # a layer: a package (config) or a module (cli)
         for line, module in _dynamic_targets(ast.parse(path.read_text(encoding="utf-8")), package):
-            theirs = heights.get(module.split(".")[1])
-            if mine is not None and theirs is not None and theirs != mine:
+            if _heights(orders, ".".join(parts), module) is not None:  # another layer, or another room
                 found.append(f"{path.relative_to(root)}:{line} -> {module}")
     return found
 
