@@ -22,18 +22,19 @@ Returned = TypeVar("Returned")
 
 
 def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Returned],
-              continuable: bool = False) -> Returned:
+              continuable: bool = False, named: bool = False) -> Returned:
     """Run `launch` (the sweep's launches: it returns what the launcher returned) inside the sweep's session;
     `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned.
     continuable: record the sweep's command, so that re-running it continues the sweep if it stops
-    (harness/sweeps/continued.py)."""
+    (harness/sweeps/continued.py). named: a named sweep's grids (harness/sweeps/grid_runs.py), which join the
+    parent run an earlier call opened in the folder and leave it open, and whose reports the named sweep builds."""
     claim_folder(config, "hydra.sweep.dir", "sweep folder")
     try:
         if continuable and size:
             record_command(Path(str(config.hydra.sweep.dir)), config, size)
-        parent = SweepParent(config, size).open()
+        parent = SweepParent(config, size, joins=named).open()
         returned = launch()
-        if parent.end(job_results(returned)):
+        if parent.end(job_results(returned), keep_open=named):
             build_reports(parent.sweep_dir, tracking_uri_of(config))
         return returned
     finally:
