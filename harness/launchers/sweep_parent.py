@@ -1,6 +1,6 @@
 """The parent run of a sweep: one parent per `multirun` invocation, the jobs nested under it (they read
 `<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`). Opened by the sweepers once every job
-has been composed and validated (harness/sweeps/sweep_session.py), closed when the sweep ends.
+has been composed and validated (harness/sweeps/continued.py), closed when the sweep ends.
 
 A sweep run again in its folder (continued: harness/sweeps/continued.py, or `hydra.sweep.dir=` given again)
 reopens the parent run it opened there before, on the same store.

@@ -32,7 +32,7 @@ from harness.launchers.where import sweep_where
 from harness.reports import build_sweep_reports
 from harness.reports.sweep_spec import SweepSpec
 from harness.reports.verdicts import sweep_answer
-from harness.sweeps.sweep_session import run_sweep
+from harness.sweeps.continued import run_sweep
 from harness.tracking.run_tracker import PARENT_FILE
 from harness.tracking.store import mlflow_store
 

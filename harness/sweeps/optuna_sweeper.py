@@ -92,7 +92,7 @@ class OptunaSweeper(Sweeper):
         sweep's checks, before the study, the sweep folder or its parent run exist; then the trials."""
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans its plugins always
         from harness.launchers.preflight import check_jobs
-        from harness.sweeps.sweep_session import run_sweep
+        from harness.sweeps.continued import run_sweep
 
         self.space = self._checked_space(arguments)
         edges = self.launcher.prepare([[*arguments, f"{key}={value}"] for key, dim in self.space.items()

@@ -48,8 +48,7 @@ class GridSweeper(Sweeper):
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
         from harness.launchers.plan import print_plan
         from harness.launchers.preflight import check_jobs, print_dry_run
-        from harness.sweeps.continued import continue_stopped_sweep, stopped_sweep
-        from harness.sweeps.sweep_session import run_sweep
+        from harness.sweeps.continued import continue_stopped_sweep, run_sweep, stopped_sweep
 
         config = self.grid.config
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
