@@ -155,6 +155,8 @@ def run_cli(argv: List[str]) -> int:
             import logging
 
             logging.getLogger("harness").setLevel(logging.DEBUG)  # what a job's `hydra.verbose=harness` sets
+            if argv[0] == "sweep" and argv[1:2] and not argv[1].startswith("-"):
+                argv = [*argv, "--verbose"]  # for its jobs, also those in worker processes and on Slurm nodes
         return _run_tool(argv[0], argv[1:])
     if argv and argv[0] == "help":
         return print_help(argv[1:])

@@ -37,6 +37,7 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   --plan        print what it would do and start nothing: each grid's jobs, those already FINISHED, their
                 ensembles and worker processes, an estimated time, and launcher=slurm's #SBATCH lines
   --yes         run a grid of more than 10,000 jobs ($HARNESS_MAX_JOBS)
+  --verbose     (or -v before sweep) libraries' log lines too, in every job (Hydra's hydra.verbose=harness)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,

@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence, Tuple
 from omegaconf import DictConfig, OmegaConf
 
 from harness.config.errors import ConfigError
-from harness.config.flags import HARNESS_FLAGS, YES_FLAG
+from harness.config.flags import HARNESS_FLAGS, VERBOSE_FLAGS, VERBOSE_OVERRIDE, YES_FLAG
 from harness.config.overrides import expand_sweep
 from harness.infra.refused import Refused
 from harness.launchers import job_returns, results
@@ -76,7 +76,8 @@ def prepare_jobs(spec: SweepSpec, user: List[str], flags: List[str], tag: str = 
 def _grid_argv(grid: List[str], index: int, folder: str, flags: List[str], tag: str = "") -> List[str]:
     """One grid's overrides as its multirun would get them: its folder, harness flags as their overrides."""
     place = [f"hydra.sweep.dir={folder}", f"hydra.sweep.subdir=g{index}{tag}_${{hydra.job.num}}"]
-    return [*grid, *place, *(HARNESS_FLAGS[f] for f in flags if f in HARNESS_FLAGS)]
+    verbose = [VERBOSE_OVERRIDE] if set(VERBOSE_FLAGS) & set(flags) else []
+    return [*grid, *place, *(HARNESS_FLAGS[f] for f in flags if f in HARNESS_FLAGS), *verbose]
 
 
 def _prepared_grid(task: List[str], argv: List[str], any_size: bool) -> Grid:
