@@ -7,12 +7,15 @@ uses those configs: a job is composed and validated once. Heavy modules (torch, 
 by the job itself."""
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, List, Optional
 
-from harness.config.flags import NEW_SWEEP_ENV, plan_only  # a few names: no heavy import
+from harness.config.flags import VERBOSE_FLAGS, Options  # standard library only
 from harness.infra.claim import claimed_any  # standard library only
+from harness.infra.paths import LoopedPath  # standard library only
+from harness.infra.refused import Refused  # imports nothing
+from harness.infra.stop_signals import Killed  # standard library only
+from hydra_plugins.harness_launcher.arguments import informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -111,13 +114,19 @@ def _run_tool(name: str, argv: List[str]) -> int:
     if name in TOOL_NOTICES and not listing and not any(a in ("-h", "--help") for a in argv):
         notice(f"{name}: {TOOL_NOTICES[name]}")
 
-    from harness.infra.paths import LoopedPath
-
     module, function = TOOLS[name][0].split(":")
     try:
         return int(getattr(importlib.import_module(module), function)(argv) or 0)
-    except LoopedPath as err:  # the output root or a folder given: the same line for every tool
+    except (LoopedPath, Refused) as err:  # the output root or a folder given, a named sweep's checks: one line
         return _fail(str(err))
+    except (KeyboardInterrupt, Killed) as err:
+        if name not in RUNS_SWEEPS:
+            raise
+        return _stopped(err, "its runs in progress are recorded as KILLED")
+
+
+# Tools that run a named sweep's grids in this process: stopped, they end like a sweep
+RUNS_SWEEPS = ("sweep", "findings")
 
 
 def _fail(message: str) -> int:
@@ -139,10 +148,15 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 def run_cli(argv: List[str]) -> int:
     multirun = False
-    if "-v" in argv or "--verbose" in argv:  # libraries' log lines too (MLflow's store creation, migrations)
-        argv = [a for a in argv if a not in ("-v", "--verbose")]
-        os.environ["HARNESS_LOG_LEVEL"] = "INFO"
+    verbose = [a for a in argv if a in VERBOSE_FLAGS]  # -v: libraries' log lines too (MLflow's store creation)
+    argv = [a for a in argv if a not in VERBOSE_FLAGS]
     if argv and argv[0] in TOOLS:
+        if verbose:
+            import logging
+
+            logging.getLogger("harness").setLevel(logging.DEBUG)  # what a job's `hydra.verbose=harness` sets
+            if argv[0] == "sweep" and argv[1:2] and not argv[1].startswith("-"):
+                argv = [*argv, "--verbose"]  # for its jobs, also those in worker processes and on Slurm nodes
         return _run_tool(argv[0], argv[1:])
     if argv and argv[0] == "help":
         return print_help(argv[1:])
@@ -151,28 +165,24 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
-    from harness.config.flags import harness_flags, informs_only, take_new_sweep_flag, take_plan_flag
-    from harness.config.limits import take_yes_flag
-
     # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued;
-    # --plan: what would run, printed once every job is validated (harness/launchers/plan.py)
-    argv = harness_flags(take_plan_flag(take_new_sweep_flag(take_yes_flag(argv))))
+    # --plan: what would run, printed once every job is validated (harness/launchers/plan.py); -v: an override
+    options, argv = read_flags(argv + verbose)
     checks = not informs_only(argv)  # a run or sweep to validate (and to start, without --plan)
-    launches = checks and not plan_only()
+    launches = checks and not options.plan
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
-    from hydra_plugins.harness_launcher.arguments import parse_hydra_args
-
     args = parse_hydra_args(argv)
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     if args.help or args.hydra_help or args.shell_completion:
-        return _launch(lambda: _run_hydra(hydra_argv), multirun)
+        return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
     from harness.config.errors import ConfigError
     from harness.launchers.compose import check_overrides, check_sweep_config, preflight_jobs
 
     try:
-        check_overrides(args.overrides, multirun)  # parses, no key twice, the environment, the grid's size
+        # parses, no key twice, the environment, the grid's size (any: --yes)
+        check_overrides(args.overrides, multirun, options.any_size)
         if _prints_job_config_only(args):
             print_job_configs(preflight_jobs(args.overrides, multirun), multirun)
             return 0
@@ -182,14 +192,14 @@ def run_cli(argv: List[str]) -> int:
                 check_sweep_config(args.overrides)
             if launches:
                 notice("starting the sweep (loading torch, mlflow)…" if multirun else "starting the run…")
-            return _launch(lambda: _run_hydra(hydra_argv), multirun)
+            return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
         jobs = preflight_jobs(args.overrides, multirun=False)  # the run's one composition and validation
     except ConfigError as err:
         return _fail(str(err))
-    return _launch(lambda: _run_one(jobs[0]), multirun)
+    return _launch(lambda: _run_one(jobs[0], options), multirun, options)
 
 
-def _run_one(job) -> Any:
+def _run_one(job, options: Options) -> Any:
     """The run's JobReturn (None for a plan printed instead)."""
     from harness.launchers import plan, results
     from harness.launchers.preflight import check_jobs, print_dry_run
@@ -197,7 +207,7 @@ def _run_one(job) -> Any:
 
     if print_dry_run([job]):  # the plan only: nothing is checked against the cluster or started
         return None
-    if plan_only():  # --plan
+    if options.plan:
         plan.print_plan(f"run {' '.join(job.overrides)}".rstrip(), plan.launcher_for([job]), [job])
         return None
     check_jobs([job], multirun=False)
@@ -205,12 +215,10 @@ def _run_one(job) -> Any:
     return run_single(job.config, job.spec)
 
 
-def _launch(start, multirun: bool) -> int:
+def _launch(start, multirun: bool, options: Options) -> int:
     """Run a single run or Hydra (`start` returns what the run or sweep returned), and end with the runs'
     summary and a truthful exit code."""
     from harness.launchers import job_returns, results, where
-    from harness.infra.stop_signals import Killed
-    from harness.infra.refused import Refused
     from harness.reports.rendering import verdicts
 
     try:
@@ -218,26 +226,31 @@ def _launch(start, multirun: bool) -> int:
     except Refused as err:
         return _fail(str(err))
     except (KeyboardInterrupt, Killed) as err:  # the job closed its run as KILLED; no traceback
-        # stopped while the jobs were still being checked: no folder, no run, nothing to continue
-        left = _how_to_go_on(multirun) if claimed_any() else "before any run started: nothing was recorded"
-        print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {left}", file=sys.stderr)
-        return EXIT_KILLED + (13 if isinstance(err, Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
+        return _stopped(err, _how_to_go_on(multirun, options))
     ended = job_returns.job_results(returned)
     if multirun and ended:
         print(results.summarize(ended))
         sweep_dir = where.sweep_folder(ended)
-        if sweep_dir and not os.environ.get("HARNESS_NAMED_SWEEP"):  # a named sweep says it once, at its end
+        if sweep_dir:
             print(where.sweep_where(sweep_dir, verdicts.sweep_answer(sweep_dir)))
     elif ended and ended[-1].status != "SUBMITTED":
         print(where.run_where(ended[-1]))
     return EXIT_RUN_FAILED if any(r.status not in results.OK_STATUSES for r in ended) else 0
 
 
-def _how_to_go_on(multirun: bool) -> str:
+def _stopped(err: BaseException, left: str) -> int:
+    """A run or sweep stopped by Ctrl-C or SIGTERM (the job closed its run as KILLED; no traceback): one line."""
+    # stopped while the jobs were still being checked: no folder, no run, nothing to continue
+    left = left if claimed_any() else "before any run started: nothing was recorded"
+    print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {left}", file=sys.stderr)
+    return EXIT_KILLED + (13 if isinstance(err, Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
+
+
+def _how_to_go_on(multirun: bool, options: Options) -> str:
     """What a stopped run or sweep left, and how to continue a sweep (harness/sweeps/continued.py)."""
-    if not multirun or os.environ.get("HARNESS_NAMED_SWEEP"):
+    if not multirun:
         return "the run in progress is recorded as KILLED"
-    again = "the same command (without --new-sweep)" if os.environ.get(NEW_SWEEP_ENV) else "the same command"
+    again = "the same command (without --new-sweep)" if options.new_sweep else "the same command"
     return (f"its unfinished runs are recorded as KILLED; to continue the sweep from their checkpoints, run {again} "
             "again")
 
@@ -268,8 +281,8 @@ def _prints_job_config_only(args) -> bool:
             and not args.experimental_rerun and not args.run)
 
 
-def _run_hydra(hydra_argv: List[str]) -> Any:
+def _run_hydra(hydra_argv: List[str], options: Options) -> Any:
     """What the run or sweep Hydra started returned (None for a command that runs nothing)."""
     from hydra_plugins.harness_launcher.app import run_hydra
 
-    return run_hydra(hydra_argv)
+    return run_hydra(hydra_argv, options)

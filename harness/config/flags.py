@@ -1,49 +1,32 @@
-"""The harness's own command-line flags, turned into overrides so they reach every job (and Slurm nodes) as
-config, and Hydra's flags that print something and run nothing."""
+"""The harness's own command-line flags: those that become overrides, so they reach every job (and Slurm nodes)
+as config; those that say how the command runs (`Options`, handed from the command line to the sweeper that
+acts on them, changing no job's config nor its config hash); and Hydra's flags that print something and run
+nothing. The command line is read in hydra_plugins/harness_launcher/arguments.py."""
 from __future__ import annotations
 
-import os
-from typing import List
+from dataclasses import dataclass
 
 HARNESS_FLAGS = {"--force": "force=true", "--detach": "launcher.detach=true", "--dry-run": "trainer.verl.dry_run=true",
                  "--reuse-across-versions": "reuse_across_versions=true"}
 
-# `--new-sweep`: a sweep starts in a new folder even where a stopped sweep of the same command could be continued
-# (harness/sweeps/continued.py); an environment variable, so that it is no override of any job's config.
 NEW_SWEEP_FLAG = "--new-sweep"
-NEW_SWEEP_ENV = "HARNESS_NEW_SWEEP"
-
-# `--plan`: print what the command would do (jobs, already FINISHED, ensembles, time, Slurm resources) once every
-# job is composed and validated, and start nothing (harness/launchers/plan.py); an environment variable, so
-# that it changes no job's config (nor its config hash, which skip-finished looks up).
 PLAN_FLAG = "--plan"
-PLAN_ENV = "HARNESS_PLAN"
+YES_FLAG = "--yes"
+VERBOSE_FLAGS = ("-v", "--verbose")
+# `-v` as Hydra's own setting: the harness logger at DEBUG in every process that runs a job (Hydra's
+# configure_log), which `harness.tracking.quiet.verbose` reads; the `hydra` node is no part of a job's config
+VERBOSE_OVERRIDE = "hydra.verbose=harness"
 
 INFORMING_FLAGS = ("--cfg", "-c", "--info", "-i", "--hydra-help", "--shell-completion", "-sc")
 
 
-def harness_flags(argv: List[str]) -> List[str]:
-    """argv with the harness's flags replaced by their overrides (at the end)."""
-    return [a for a in argv if a not in HARNESS_FLAGS] + [HARNESS_FLAGS[a] for a in argv if a in HARNESS_FLAGS]
+@dataclass(frozen=True)
+class Options:
+    """How the command runs, none of it a job's config.
+    plan: `--plan`, print what would run once every job is validated, start nothing (harness/launchers/plan.py);
+    new_sweep: `--new-sweep`, a new sweep folder where re-running a stopped sweep's command would continue it
+    (harness/sweeps/continued.py); any_size: `--yes`, a grid of any size runs (harness/config/limits.py)."""
+    plan: bool = False
+    new_sweep: bool = False
+    any_size: bool = False
 
-
-def informs_only(argv: List[str]) -> bool:
-    return any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
-
-
-def take_new_sweep_flag(argv: List[str]) -> List[str]:
-    """`--new-sweep` removed from `argv`; given, the sweep starts in a new folder (`HARNESS_NEW_SWEEP=1`)."""
-    if NEW_SWEEP_FLAG in argv:
-        os.environ[NEW_SWEEP_ENV] = "1"
-    return [a for a in argv if a != NEW_SWEEP_FLAG]
-
-
-def take_plan_flag(argv: List[str]) -> List[str]:
-    """`--plan` removed from `argv`; given, the command prints its plan and starts nothing (`HARNESS_PLAN=1`)."""
-    if PLAN_FLAG in argv:
-        os.environ[PLAN_ENV] = "1"
-    return [a for a in argv if a != PLAN_FLAG]
-
-
-def plan_only() -> bool:
-    return os.environ.get(PLAN_ENV, "") not in ("", "0")

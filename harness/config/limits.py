@@ -2,8 +2,8 @@
 an override given twice, a grid too large to be meant, environment knobs that are not numbers. Each
 problem is a one-line `ConfigError`.
 
-A grid above `HARNESS_MAX_JOBS` jobs (default 10,000) is refused before it is expanded; `--yes` (or
-`HARNESS_MAX_JOBS=0`) runs it anyway."""
+A grid above `HARNESS_MAX_JOBS` jobs (default 10,000) is refused before it is expanded; `--yes` (handed
+in as `any_size`) or `HARNESS_MAX_JOBS=0` runs it anyway."""
 from __future__ import annotations
 
 import math
@@ -11,12 +11,12 @@ import os
 from typing import List, Sequence
 
 from harness.config.errors import ConfigError
+from harness.config.flags import YES_FLAG
 
 MAX_JOBS_ENV = "HARNESS_MAX_JOBS"
 MAX_MEMBERS = 1024  # runs in one ensemble at most, on a GPU (launcher.members may ask fewer, never more)
 CPU_MEMBERS = 256  # on a CPU: a step is compute-bound there, larger ensembles gain nothing
 DEFAULT_MAX_JOBS = 10_000
-YES_FLAG = "--yes"
 
 # Environment knobs the harness reads, checked with the job's other settings: name -> (default, what is allowed).
 # (`harness.tracking.heartbeat` / `tracker` read the first two when the run has started.)
@@ -51,17 +51,19 @@ def _sweep_size(override) -> int:
     return len(list(override.sweep_string_iterator()))  # glob(...): the group's options, a few
 
 
-def max_jobs() -> int:
-    """The largest grid run without --yes (0: no limit)."""
+def max_jobs(any_size: bool = False) -> int:
+    """The largest grid run (0: no limit, as with --yes: `any_size`)."""
+    if any_size:
+        return 0
     raw = os.environ.get(MAX_JOBS_ENV, "")
     return int(raw) if raw.strip().isdigit() else DEFAULT_MAX_JOBS
 
 
-def check_grid_size(parsed: Sequence) -> None:
+def check_grid_size(parsed: Sequence, any_size: bool = False) -> None:
     """Refuse a grid of more than `max_jobs()` jobs, counted from its axes (it is not expanded)."""
     axes = [(o.key_or_group, _sweep_size(o)) for o in parsed if o.is_sweep_override()]
     total = math.prod(size for _, size in axes)
-    limit = max_jobs()
+    limit = max_jobs(any_size)
     if limit and total > limit:
         shown = " × ".join(f"{key}: {size:,}" for key, size in axes)
         raise ConfigError(f"the sweep has {total:,} jobs ({shown}), more than {limit:,}: give {YES_FLAG} to run them "
@@ -93,9 +95,3 @@ def _number(name: str, ok, allowed: str) -> None:
     if not (math.isfinite(value) and ok(value)):
         raise ConfigError(f"environment variable {name}={raw!r} is not allowed: {allowed}")
 
-
-def take_yes_flag(argv: List[str]) -> List[str]:
-    """`--yes` removed from `argv`; given, a grid of any size runs (here and in the processes it starts)."""
-    if YES_FLAG in argv:
-        os.environ[MAX_JOBS_ENV] = "0"
-    return [a for a in argv if a != YES_FLAG]

@@ -78,6 +78,20 @@ def compose_config(overrides: Sequence[str], multirun: bool = False, *, sweep: O
         raise ConfigError(describe_composition_error(err, overrides)) from None
 
 
+def compose_sweep_config(overrides: Sequence[str]) -> DictConfig:
+    """A sweep's primary config, as Hydra's multirun composes it from the command line's overrides (a sweep's
+    axes kept as given, in `hydra.overrides.task`); ConfigError (one line) if Hydra cannot."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    try:
+        return GlobalHydra.instance().config_loader().load_configuration(
+            config_name=CONFIG_NAME, overrides=[*overrides, "hydra.mode=MULTIRUN"], run_mode=RunMode.MULTIRUN,
+            from_shell=False)
+    except Exception as err:  # Hydra's composition errors (several kinds, some OmegaConf's): said in one line
+        raise ConfigError(describe_composition_error(err, overrides)) from None
+
+
 def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Optional[DictConfig] = None,
                 loader: "Optional[ConfigLoader]" = None) -> Job:
     """One job composed (`compose_config`) and validated; ConfigError (one line) if it cannot run."""
@@ -110,14 +124,14 @@ def composed_spec(overrides: Sequence[str]) -> DictConfig:
         return compose_job(overrides).spec
 
 
-def check_overrides(overrides: Sequence[str], multirun: bool) -> None:
+def check_overrides(overrides: Sequence[str], multirun: bool, any_size: bool = False) -> None:
     """What the command line alone can refuse (ConfigError, one line): an override that does not parse, a key
-    given twice, the environment's knobs, a grid too large to expand."""
+    given twice, the environment's knobs, a grid too large to expand (any_size: `--yes`, none is)."""
     parsed = parse_overrides(overrides)
     refuse_duplicates(parsed)
     check_environment()
     if multirun:
-        check_grid_size(parsed)
+        check_grid_size(parsed, any_size)
 
 
 def check_sweep_config(overrides: Sequence[str]) -> None:
@@ -128,11 +142,11 @@ def check_sweep_config(overrides: Sequence[str]) -> None:
         compose_config(fixed_overrides(overrides), multirun=True)
 
 
-def preflight_jobs(overrides: Sequence[str], multirun: bool) -> List[Job]:
+def preflight_jobs(overrides: Sequence[str], multirun: bool, any_size: bool = False) -> List[Job]:
     """Every job of a run or sweep, composed and validated; ConfigError (one line) for the first that cannot
     run. Used where no launcher composes them: a single run, `--cfg job`, a named sweep's check of all its
     grids before the first starts."""
-    check_overrides(overrides, multirun)
+    check_overrides(overrides, multirun, any_size)
     jobs = expand_sweep(overrides) if multirun else [list(overrides)]
     if not jobs:
         raise ConfigError("the sweep is empty: no job to run")

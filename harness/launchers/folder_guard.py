@@ -10,7 +10,7 @@
 `harness.infra.secrets`; the job calls it first thing, in whatever process or node it runs.
 
 A single run's folder is claimed by the `FolderGuard` callback (conf/config.yaml's `hydra.callbacks`); a sweep's
-by its sweeper (harness/sweeps/sweep_session.py), after every job is validated and before its parent run opens."""
+by its sweeper (harness/sweeps/continued.py), after every job is validated and before its parent run opens."""
 from __future__ import annotations
 
 import os

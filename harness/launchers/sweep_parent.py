@@ -1,6 +1,6 @@
 """The parent run of a sweep: one parent per `multirun` invocation, the jobs nested under it (they read
 `<sweep_dir>/parent_run.json` and tag themselves `mlflow.parentRunId`). Opened by the sweepers once every job
-has been composed and validated (harness/sweeps/sweep_session.py), closed when the sweep ends.
+has been composed and validated (harness/sweeps/continued.py), closed when the sweep ends.
 
 A sweep run again in its folder (continued: harness/sweeps/continued.py, or `hydra.sweep.dir=` given again)
 reopens the parent run it opened there before, on the same store.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
@@ -35,8 +34,6 @@ from harness.tracking.ui import runs_url, set_default_view
 
 log = logging.getLogger("harness")
 
-# Set by `python -m harness sweep` for the multiruns of its grids, which share one folder and parent run.
-NAMED_SWEEP_ENV = "HARNESS_NAMED_SWEEP"
 SWEEP_FILE = "sweep.yaml"
 
 
@@ -61,19 +58,19 @@ def ok_statuses() -> Tuple[str, ...]:
 
 
 class SweepParent:
-    """The sweep's parent run, opened by `open` (or, for a later grid of a named sweep, the heartbeat of the
-    parent the first grid opened) and ended by `end` with the jobs' statuses."""
+    """The sweep's parent run, opened by `open` (or, for a named sweep's later round, joins=True: the heartbeat of
+    the parent its first round opened) and ended by `end` with the jobs' statuses."""
 
-    def __init__(self, config: DictConfig, size: Optional[int]) -> None:
-        self.config, self.size = config, size
+    def __init__(self, config: DictConfig, size: Optional[int], joins: bool = False) -> None:
+        self.config, self.size, self.joins = config, size, joins
         self.sweep_dir = Path(str(config.hydra.sweep.dir))
         self.tracker: Optional[MlflowTracker] = None
         self._pulse: Optional[Heartbeat] = None  # the parent's heartbeat while a later grid of a named sweep runs
 
     def open(self) -> "SweepParent":
-        if os.environ.get(NAMED_SWEEP_ENV) and (self.sweep_dir / PARENT_FILE).is_file():
-            # a later grid of a named sweep: its jobs join the parent run the first grid opened, and this
-            # process keeps that parent's heartbeat going (else `repair` would take it for dead)
+        if self.joins and (self.sweep_dir / PARENT_FILE).is_file():
+            # a later round of a named sweep: its jobs join the parent run the first round opened, and this
+            # session keeps that parent's heartbeat going (else `repair` would take it for dead)
             self._pulse = _parent_pulse(self.sweep_dir, tracking_uri_of(self.config))
             return self
         try:
@@ -133,16 +130,16 @@ class SweepParent:
         if url:
             log.info("sweep runs in the MLflow UI: %s", url)
 
-    def end(self, results: Sequence[JobResult]) -> bool:
+    def end(self, results: Sequence[JobResult], keep_open: bool = False) -> bool:
         """The sweep ended with the jobs' `results`: the parent gets its status from the jobs'. False when it
-        stays open: a named sweep's (`python -m harness sweep` closes it at its end) or a detached one's (its
-        last job closes it)."""
+        stays open: keep_open, a named sweep's (`python -m harness sweep` closes it at its end), or a detached
+        one's (its last job closes it)."""
         detached = "SUBMITTED" in job_statuses(self.sweep_dir, results).values()
         if detached and self.tracker is not None:
             self.tracker.flush()
         if detached and close_parent_if_all_ended(self.sweep_dir, tracking_uri_of(self.config)) is None:
             log.info("sweep %s: detached, its parent run stays RUNNING until its last job ends", self.sweep_dir)
-        if os.environ.get(NAMED_SWEEP_ENV) or detached:
+        if keep_open or detached:
             for pulse in (self._pulse, getattr(self.tracker, "_heartbeat", None)):
                 if pulse is not None:
                     pulse.stop()

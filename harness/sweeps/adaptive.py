@@ -57,10 +57,11 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     the failed preconditions or None)."""
     design = spec.design
     seeds = ",".join(map(str, design.pilot.seeds))
-    _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], [])
+    _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed={seeds}"], flags, tag="p",
+                                            into=sweep_dir)
     store = grid_runs.store_of(jobs)
     print(f"sweep {spec.name}: pilot: seeds {seeds} (they size the design and are never tested)", flush=True)
-    worst = grid_runs.run_grids(sweep_dir, grids, flags, tag="p")
+    worst = grid_runs.run_grids(sweep_dir, grids, flags)
     data = collect(from_sweep_dir(sweep_dir, store))
     untestable = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
     if untestable:
@@ -129,10 +130,11 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             break
         began = clock()
         seeds = design.main_seeds(done, n)
-        _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], [])
+        _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], flags,
+                                                tag=f"r{j + 1}", into=sweep_dir)
         store = grid_runs.store_of(jobs)
         print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
-        worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags, tag=f"r{j + 1}"))
+        worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags))
         last_round, done, first = (clock() - began) / 60.0, n, False
         record()
         try:

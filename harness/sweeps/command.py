@@ -1,13 +1,13 @@
 """`python -m harness sweep <name> [overrides] [--force] [--detach]`: run a named sweep.
 
-Every job of every grid is validated before the first one starts; then each grid runs as one Hydra
-multirun into the sweep's folder, and the reports the sweep names are built when it ends."""
+Every job of every grid is validated before the first one starts; then the grids run in this process, one
+after another, into the sweep's folder under one parent run (harness/sweeps/grid_runs.py), and the reports
+the sweep names are built when it ends."""
 from __future__ import annotations
 
 import sys
 from typing import List
 
-from harness.sweeps.grid_runs import prepare_jobs, run
 from harness.reports.evidence.sweep_spec import available_sweeps, load_sweep, sweep_path
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.look_plan import looks
@@ -37,6 +37,7 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   --plan        print what it would do and start nothing: each grid's jobs, those already FINISHED, their
                 ensembles and worker processes, an estimated time, and launcher=slurm's #SBATCH lines
   --yes         run a grid of more than 10,000 jobs ($HARNESS_MAX_JOBS)
+  --verbose     (or -v before sweep) libraries' log lines too, in every job (Hydra's hydra.verbose=harness)
   --detach      with launcher=slurm: return once submitted (follow with python -m harness status)
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
@@ -64,9 +65,8 @@ def main(argv: List[str]) -> int:
         return 2
     if argv[0].endswith((".yaml", ".yml")):  # a file given by its path, not a name from the sweep folders
         print(f"sweep {spec.name}: read from the file {sweep_path(argv[0])} (given as a path)")
-    from harness.config.limits import take_yes_flag
+    from harness.sweeps.grid_runs import prepare_jobs, run  # Hydra and the launchers: not for the listing
 
-    argv = take_yes_flag(argv)  # for every grid's multirun too (they inherit the environment)
     flags = [a for a in argv[1:] if a.startswith("--")]
     user = [a for a in argv[1:] if not a.startswith("--")]
     resume = [f for f in flags if f == "--continue" or f.startswith("--continue=")]
@@ -78,7 +78,7 @@ def main(argv: List[str]) -> int:
         print(f"harness: error: sweep {spec.name}: {err}", file=sys.stderr)
         return 2
     if "--plan" in flags:
-        return _plan(spec, sweep_dir, jobs, user)
+        return _plan(spec, sweep_dir, grids, user, prepare_jobs)
     if spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user):
         from harness.sweeps.adaptive import run_adaptive
 
@@ -86,20 +86,21 @@ def main(argv: List[str]) -> int:
     return run(spec, sweep_dir, grids, flags, jobs)
 
 
-def _plan(spec, sweep_dir, jobs: list, user: List[str]) -> int:
+def _plan(spec, sweep_dir, grids: list, user: List[str], prepare_jobs) -> int:
     """`--plan`: each grid's plan (every job of every grid validated by `prepare_jobs`); nothing started. A
     `seeds: auto` study's plan is its first round's: the pilot's seeds, or the main seeds of its first look."""
-    from harness.launchers.plan import launcher_for, print_plan  # hydra: not for the quick listing of the sweeps
+    from harness.launchers.plan import print_plan  # hydra: not for the quick listing of the sweeps
 
     adaptive = spec.design.adaptive and not any(o.split("=", 1)[0] == "seed" for o in user)
     rounds = ""
     if adaptive:
         seeds, rounds = _first_round(spec)
-        sweep_dir, _, jobs = prepare_jobs(spec, [*user, f"seed={seeds}"], [])
+        sweep_dir, grids, _ = prepare_jobs(spec, [*user, f"seed={seeds}"], [])
+    jobs = [grid.jobs for grid in grids]
     print(f"sweep {spec.name}: {len(jobs)} grid{'s' if len(jobs) != 1 else ''}, {sum(map(len, jobs))} jobs, "
-          f"into {sweep_dir}/ (each grid runs as one multirun, one after another){rounds}", flush=True)
-    for index, grid in enumerate(jobs):
-        print_plan(f"sweep {spec.name}, grid {index + 1} of {len(jobs)}", launcher_for(grid), grid, folder=sweep_dir)
+          f"into {sweep_dir}/ (the grids run one after another){rounds}", flush=True)
+    for index, grid in enumerate(grids):
+        print_plan(f"sweep {spec.name}, grid {index + 1} of {len(jobs)}", grid.launcher, grid.jobs, folder=sweep_dir)
     return 0
 
 

@@ -1,54 +1,66 @@
-"""Re-running the command of a stopped sweep continues that sweep, in its folder.
+"""A sweep's session, and re-running the command of a stopped sweep continues that sweep, in its folder.
+
+What a sweeper does around its jobs (`run_sweep`), once every job has been composed and validated (so bad input
+leaves nothing behind): claim the sweep folder, record its command (below), open the sweep's MLflow parent run,
+and when the jobs have ended, give the parent its status from what they returned, build the sweep's reports and
+release the folder.
 
 A sweep records its command in `<sweep folder>/command.json`: a fingerprint of its normalized overrides (the
-task's and Hydra's, sorted; `hydra.mode` left out), its job count and when it started. A `multirun` whose sweep
-folder is made new for each invocation (the default `${output_root}/multirun/${now:...}/${now:...}`) first
-looks, among the folders that pattern makes, for the latest sweep of the same fingerprint that was stopped:
-not every one of its jobs ended (a job KILLED, one without a status, one never started), and no live process
-holds it. It then runs in that folder: its FINISHED jobs are skipped, its stopped jobs resume from their
-checkpoints into their own MLflow runs, the others start, and its MLflow parent run is reopened.
+task's and Hydra's, sorted; `hydra.mode` and `hydra.verbose` (-v) left out), its job count and when it
+started. A `multirun` whose sweep folder is made new for each invocation (the default
+`${output_root}/multirun/${now:...}/${now:...}`) first looks, among the folders that pattern makes, for the
+latest sweep of the same fingerprint that was stopped: not every one of its jobs ended (a job KILLED, one
+without a status, one never started), and no live process holds it. It then runs in that folder: its FINISHED
+jobs are skipped, its stopped jobs resume from their checkpoints into their own MLflow runs, the others start,
+and its MLflow parent run is reopened.
 
 Not continued: a sweep whose every job ended (FINISHED, FAILED, SKIPPED): the same command starts a new sweep,
 where skip-finished skips the FINISHED configs; an explicit `hydra.sweep.dir=` (that folder is used as given);
-`--new-sweep` (`HARNESS_NEW_SWEEP=1`); named sweeps (`sweep <name> --continue=<folder>`), detached sweeps,
-Optuna (its own study)."""
+`--new-sweep` (the command's `Options.new_sweep`); named sweeps (`sweep <name> --continue=<folder>`),
+detached sweeps, Optuna (its own study)."""
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import logging
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, TypeVar
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from harness.config.flags import NEW_SWEEP_ENV
 from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import held_by
 from harness.infra.secrets import mask_tree
 from harness.launchers.folder_claims import FolderTaken, check_sweep_jobs
-from harness.launchers.sweep_parent import NAMED_SWEEP_ENV, job_statuses
+from harness.launchers.folder_guard import claim_folder, release_sweep_folder
+from harness.launchers.job_returns import job_results
+from harness.launchers.sweep_parent import SweepParent, job_statuses, tracking_uri_of
+from harness.launchers.sweep_progress import busy
+from harness.reports import build_sweep_reports
 from harness.tracking.params import changes_computation
 
 COMMAND_FILE = "command.json"
 STOPPED = ("KILLED", "UNKNOWN", "RUNNING")  # a job that did not end: its process was stopped or died
 NOW = "${now:"
 
+log = logging.getLogger("harness")
+
 
 def fingerprint(config: DictConfig) -> str:
-    """The command's overrides, normalized (sorted; Hydra's `hydra.mode`, which the command line adds, and the
-    task's overrides that change no computation, a launcher or its packing, left out), as a SHA-256."""
+    """The command's overrides, normalized (sorted; Hydra's `hydra.mode`, which the command line adds, its
+    `hydra.verbose` (-v), and the task's overrides that change no computation, a launcher or its packing, left
+    out), as a SHA-256."""
     given = [*(str(o) for o in config.hydra.overrides.task if changes_computation(str(o))),
              *(str(o) for o in config.hydra.overrides.hydra)]
-    kept = sorted(o for o in given if not o.startswith("hydra.mode="))
+    kept = sorted(o for o in given if not o.startswith(("hydra.mode=", "hydra.verbose=")))
     return hashlib.sha256(json.dumps(kept).encode()).hexdigest()
 
 
 def record_command(sweep_dir: Path, config: DictConfig, jobs: int) -> None:
     """Write the sweep's `command.json` (kept as it is when the sweep is continued)."""
     path = Path(sweep_dir) / COMMAND_FILE
-    if path.is_file() or os.environ.get(NAMED_SWEEP_ENV):  # a named sweep's grids share a folder: `--continue`
+    if path.is_file():
         return
     overrides = [str(o) for o in config.hydra.overrides.task]
     write_text_atomically(path, json.dumps({"fingerprint": fingerprint(config), "jobs": jobs,
@@ -69,14 +81,10 @@ def _search_root(config: DictConfig) -> Optional[tuple]:
     return resolved.parents[stamped - 1], "/".join(["*"] * stamped)
 
 
-def _continues(config: DictConfig) -> bool:
-    return not (os.environ.get(NEW_SWEEP_ENV) or os.environ.get(NAMED_SWEEP_ENV)
-                or OmegaConf.select(config, "launcher.detach", default=False))
-
-
-def stopped_sweep(config: DictConfig) -> Optional[Path]:
-    """The latest stopped sweep of this command, or None."""
-    where = _search_root(config) if _continues(config) else None
+def stopped_sweep(config: DictConfig, new_sweep: bool = False) -> Optional[Path]:
+    """The latest stopped sweep of this command, or None (always, with `--new-sweep`: new_sweep, or detached)."""
+    continues = not (new_sweep or OmegaConf.select(config, "launcher.detach", default=False))
+    where = _search_root(config) if continues else None
     if where is None or not where[0].is_dir():
         return None
     mine = fingerprint(config)
@@ -98,10 +106,10 @@ def _stopped(folder: Path, record: dict) -> bool:
     return len(statuses) < int(record.get("jobs") or 0) or any(s in STOPPED for s in statuses.values())
 
 
-def continue_stopped_sweep(config: DictConfig, jobs: Sequence) -> Optional[Path]:
+def continue_stopped_sweep(config: DictConfig, jobs: Sequence, new_sweep: bool = False) -> Optional[Path]:
     """Point the sweep (`config`, Hydra's primary config, and its composed `jobs`) at the latest stopped sweep
-    of the same command, and say so in one line; the folder, or None (a new sweep)."""
-    folder = stopped_sweep(config)
+    of the same command, and say so in one line; the folder, or None (a new sweep; always with new_sweep)."""
+    folder = stopped_sweep(config, new_sweep)
     if folder is None:
         return None
     try:
@@ -125,3 +133,35 @@ def _point_at(config: DictConfig, job_configs: List[DictConfig], folder: Path) -
             each.hydra.sweep.dir = str(folder)
     with read_write(config.hydra), open_dict(config.hydra):
         config.hydra.overrides.hydra.append(f"hydra.sweep.dir={folder}")
+
+
+Returned = TypeVar("Returned")
+
+
+def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Returned],
+              continuable: bool = False, named: bool = False) -> Returned:
+    """Run `launch` (the sweep's launches: it returns what the launcher returned) inside the sweep's session;
+    `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned.
+    continuable: record the sweep's command, so that re-running it continues the sweep if it stops
+    (harness/sweeps/continued.py). named: a named sweep's grids (harness/sweeps/grid_runs.py), which join the
+    parent run an earlier call opened in the folder and leave it open, and whose reports the named sweep builds."""
+    claim_folder(config, "hydra.sweep.dir", "sweep folder")
+    try:
+        if continuable and size:
+            record_command(Path(str(config.hydra.sweep.dir)), config, size)
+        parent = SweepParent(config, size, joins=named).open()
+        returned = launch()
+        if parent.end(job_results(returned), keep_open=named):
+            build_reports(parent.sweep_dir, tracking_uri_of(config))
+        return returned
+    finally:
+        release_sweep_folder(config)
+
+
+def build_reports(sweep_dir: Path, tracking_uri: Optional[str]) -> None:
+    """The sweep's reports; a report never fails a sweep."""
+    try:
+        with busy("building the sweep's reports"):
+            build_sweep_reports(sweep_dir, tracking_uri=tracking_uri)
+    except Exception as err:  # a report problem (any) is logged; the runs are recorded either way
+        log.warning("sweep reports for %s failed: %s", sweep_dir, err)

@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.compose_errors import parse_overrides
 from harness.config.errors import ConfigError
-from harness.config.flags import plan_only
+from harness.config.flags import Options
 from harness.infra.refused import Refused
 from harness.launchers.job_returns import job_result
 from harness.trainers.pruning import make_pruner
@@ -85,16 +85,19 @@ class OptunaSweeper(Sweeper):
                 int(self.pruner_cfg.get("n_warmup_steps", 0)))
 
     def sweep(self, arguments: List[str]) -> Any:
+        return self.sweep_with(arguments, Options())
+
+    def sweep_with(self, arguments: List[str], options: Options) -> Any:
         """Every edge of the search space composed and validated by the launcher (never run as such) and the
         sweep's checks, before the study, the sweep folder or its parent run exist; then the trials."""
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans its plugins always
         from harness.launchers.preflight import check_jobs
-        from harness.sweeps.sweep_session import run_sweep
+        from harness.sweeps.continued import run_sweep
 
         self.space = self._checked_space(arguments)
         edges = self.launcher.prepare([[*arguments, f"{key}={value}"] for key, dim in self.space.items()
                                        for value in dim.sample_values()], keep=False)
-        if plan_only():  # --plan: trials are chosen as the study goes; only their count and space are known
+        if options.plan:  # --plan: trials are chosen as the study goes; only their count and space are known
             print(f"plan: sweeper=optuna, {self.n_trials} trials ({self.n_jobs} at a time) over "
                   f"{', '.join(self.space)}; every edge of the space validated (--plan: nothing started, nothing "
                   "written; the trials' ensembles and time depend on what the study picks)", flush=True)

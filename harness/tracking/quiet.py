@@ -2,7 +2,8 @@
 
 MLflow logs INFO lines of its own (`Creating initial MLflow database tables...`, schema migrations) through
 a handler it installs at import; its level comes from MLFLOW_LOGGING_LEVEL. The harness makes that WARNING
-unless the user asked for more: `-v` on the command line or HARNESS_LOG_LEVEL=INFO / DEBUG (or set
+unless the user asked for more: `-v` on the command line (Hydra's `hydra.verbose=harness`, which sets the
+`harness` logger to DEBUG in every process that runs a job), HARNESS_LOG_LEVEL=INFO / DEBUG (or set
 MLFLOW_LOGGING_LEVEL themselves)."""
 from __future__ import annotations
 
@@ -16,14 +17,22 @@ MLFLOW_LEVEL_ENV = "MLFLOW_LOGGING_LEVEL"
 
 
 def verbose() -> bool:
-    return os.environ.get(LEVEL_ENV, "").strip().upper() in VERBOSE_LEVELS
+    return _asked_level() is not None
+
+
+def _asked_level():
+    """The level the user asked for: HARNESS_LOG_LEVEL's, or INFO for `-v` (the harness logger at DEBUG); None."""
+    level = os.environ.get(LEVEL_ENV, "").strip().upper()
+    if level in VERBOSE_LEVELS:
+        return level
+    return "INFO" if logging.getLogger("harness").level == logging.DEBUG else None
 
 
 def quiet_libraries() -> None:
     """Make MLflow's own logging WARNING (and not print run URLs) unless the user asked for more; cheap and
     idempotent, called before any MLflow client is made."""
-    if verbose():  # asked for on this command line: wins over an MLFLOW_LOGGING_LEVEL inherited from a parent
-        level = os.environ[LEVEL_ENV].strip().upper()
+    level = _asked_level()
+    if level:  # asked for on this command line: wins over an MLFLOW_LOGGING_LEVEL inherited from a parent
         os.environ[MLFLOW_LEVEL_ENV] = level
         if "mlflow" in sys.modules:
             logging.getLogger("mlflow").setLevel(level)

@@ -1,9 +1,29 @@
-"""Hydra's own command-line parser, so the harness reads `-m`, `--cfg`, `--info` and overrides exactly as Hydra
-does (Hydra exposes its parser only from an internal module)."""
+"""The command line of a run or sweep read in one place: the harness's own flags (`read_flags`: the command's
+`Options`, the flags that become overrides, `-v`) and Hydra's, with Hydra's own parser (`parse_hydra_args`), so
+the harness reads `-m`, `--cfg`, `--info` and overrides exactly as Hydra does (Hydra exposes its parser only from
+an internal module, imported when the line is parsed: reading the harness's flags imports nothing heavy)."""
 from __future__ import annotations
 
 import argparse
-from typing import List
+from typing import List, Tuple
+
+from harness.config.flags import (HARNESS_FLAGS, INFORMING_FLAGS, NEW_SWEEP_FLAG, PLAN_FLAG, VERBOSE_FLAGS,
+                                  VERBOSE_OVERRIDE, YES_FLAG, Options)
+
+
+def read_flags(argv: List[str]) -> Tuple[Options, List[str]]:
+    """The options `argv` gives, and `argv` without them (the harness's other flags become their overrides, at
+    the end; `-v` becomes Hydra's `hydra.verbose=harness`)."""
+    options = Options(plan=PLAN_FLAG in argv, new_sweep=NEW_SWEEP_FLAG in argv, any_size=YES_FLAG in argv)
+    kept = [a for a in argv if a not in (PLAN_FLAG, NEW_SWEEP_FLAG, YES_FLAG, *VERBOSE_FLAGS, *HARNESS_FLAGS)]
+    added = [HARNESS_FLAGS[a] for a in argv if a in HARNESS_FLAGS]
+    verbose = [VERBOSE_OVERRIDE] if set(VERBOSE_FLAGS) & set(argv) else []
+    return options, kept + added + verbose
+
+
+def informs_only(argv: List[str]) -> bool:
+    """A Hydra flag that prints something and runs nothing."""
+    return any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
 
 
 def parse_hydra_args(argv: List[str]) -> argparse.Namespace:

@@ -6,7 +6,7 @@ early, and the launcher composes it again. Here the launcher composes and valida
 first (`HarnessLauncher.prepare`: bad input is one line and nothing is left behind), the checks that need
 the whole sweep run, the sweep session (folder claim, MLflow parent run) opens, and Hydra's sweeper launches
 the jobs the launcher already holds. Re-running the command of a stopped sweep continues it in its folder
-(harness/sweeps/continued.py)."""
+(harness/sweeps/continued.py). The command's `Options` (--plan, --new-sweep) come with `sweep_with`."""
 from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence
@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config.overrides import expand_sweep
 from harness.config.errors import ConfigError
-from harness.config.flags import plan_only
+from harness.config.flags import Options
 from harness.infra.refused import Refused
 
 
@@ -41,11 +41,14 @@ class GridSweeper(Sweeper):
         self.grid.setup(hydra_context=hydra_context, task_function=task_function, config=config)
 
     def sweep(self, arguments: List[str]) -> Any:
+        return self.sweep_with(arguments, Options())
+
+    def sweep_with(self, arguments: List[str], options: Options) -> Any:
+        """The sweep of `arguments` (Hydra's task overrides) as the command's `options` ask."""
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
         from harness.launchers.plan import print_plan
         from harness.launchers.preflight import check_jobs, print_dry_run
-        from harness.sweeps.continued import continue_stopped_sweep, stopped_sweep
-        from harness.sweeps.sweep_session import run_sweep
+        from harness.sweeps.continued import continue_stopped_sweep, run_sweep, stopped_sweep
 
         config = self.grid.config
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
@@ -56,10 +59,11 @@ class GridSweeper(Sweeper):
         jobs = self.grid.launcher.prepare(overrides)
         if print_dry_run(jobs):  # the plans only: nothing is checked against the cluster or started
             return []
-        if plan_only():  # --plan: what the sweep would do (every job validated above); nothing started
+        if options.plan:  # what the sweep would do (every job validated above); nothing started
             print_plan(f"multirun {' '.join(str(o) for o in config.hydra.overrides.task)}", self.grid.launcher,
-                       jobs, stopped_sweep(config))
+                       jobs, stopped_sweep(config, options.new_sweep))
             return []
-        continue_stopped_sweep(config, jobs)  # re-running a stopped sweep's command continues it, in its folder
+        # re-running a stopped sweep's command continues it, in its folder
+        continue_stopped_sweep(config, jobs, options.new_sweep)
         check_jobs(jobs, multirun=True)
         return run_sweep(config, len(jobs), lambda: self.grid.sweep(arguments), continuable=True)

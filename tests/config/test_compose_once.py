@@ -79,7 +79,7 @@ def test_the_launcher_composes_each_job_with_its_own_settings(counted, tmp_path,
 
 def test_a_named_sweep_validates_every_grid_before_the_first_starts(tmp_path, monkeypatch):
     from harness.config.errors import ConfigError
-    from harness.sweeps.grid_runs import _grid_argv, prepare_jobs
+    from harness.sweeps.grid_runs import prepare_jobs
     from harness.reports.evidence.sweep_spec import load_sweep
 
     monkeypatch.setenv("HARNESS_OUTPUT_ROOT", str(tmp_path))
@@ -93,9 +93,10 @@ def test_a_named_sweep_validates_every_grid_before_the_first_starts(tmp_path, mo
     sweep_dir, grids, jobs = prepare_jobs(load_sweep("tiny"), [], ["--force"])
     assert [len(j) for j in jobs] == [2, 1]
     folder = str(sweep_dir.relative_to(tmp_path))
-    argv = _grid_argv(grids[0], 0, folder, ["--force"])
-    assert argv[-1] == "force=true"
+    assert grids[0].argv[-1] == "force=true" and jobs[0][0].spec.force
     assert str(jobs[0][0].config.hydra.sweep.dir).endswith(folder)
+    # each job composed once, by the launcher that runs it: it holds them, so launching composes none again
+    assert all(grid.launcher.prepared[tuple(job.overrides)] is job for grid in grids for job in grid.jobs)
     with pytest.raises(ConfigError, match="algo.delta=-1"):
         prepare_jobs(load_sweep("bad"), [], [])
     assert not (tmp_path / "multirun").exists(), "checked, nothing created"

@@ -13,7 +13,8 @@ import yaml
 from hydra.core.utils import setup_globals
 from omegaconf import OmegaConf
 
-from harness.config.flags import NEW_SWEEP_ENV, take_new_sweep_flag
+from harness.config.flags import Options
+from hydra_plugins.harness_launcher.arguments import read_flags
 from harness.infra.claim import claim, release
 from harness.sweeps.continued import continue_stopped_sweep, fingerprint, record_command, stopped_sweep
 
@@ -51,9 +52,8 @@ def jobs_of(root: Path) -> list:
 
 
 @pytest.fixture(autouse=True)
-def no_new_sweep_flag(monkeypatch):
+def hydra_resolvers():
     setup_globals()  # Hydra's ${now:} resolver
-    monkeypatch.delenv(NEW_SWEEP_ENV, raising=False)
 
 
 def test_the_same_overrides_in_any_order_are_the_same_command(tmp_path):
@@ -77,7 +77,7 @@ def test_a_sweep_whose_jobs_all_ended_is_not_continued(tmp_path):
     assert stopped_sweep(sweep_config(tmp_path)).name == "short"
 
 
-def test_no_sweep_is_continued_with_new_sweep_an_explicit_folder_or_a_live_holder(tmp_path, monkeypatch):
+def test_no_sweep_is_continued_with_new_sweep_an_explicit_folder_or_a_live_holder(tmp_path):
     folder = make_sweep(tmp_path, "stopped", ["KILLED"] * 4)
     assert stopped_sweep(sweep_config(tmp_path, sweep_dir=str(tmp_path / "mine"))) is None
     claim(folder, "sweep folder")
@@ -85,9 +85,7 @@ def test_no_sweep_is_continued_with_new_sweep_an_explicit_folder_or_a_live_holde
         assert stopped_sweep(sweep_config(tmp_path)) is None, "a sweep running now is not stopped"
     finally:
         release(folder)
-    monkeypatch.setenv(NEW_SWEEP_ENV, "1")
-    assert stopped_sweep(sweep_config(tmp_path)) is None
-    monkeypatch.delenv(NEW_SWEEP_ENV)
+    assert stopped_sweep(sweep_config(tmp_path), new_sweep=True) is None
     assert stopped_sweep(sweep_config(tmp_path)) == folder
 
 
@@ -109,10 +107,18 @@ def test_a_folder_whose_jobs_are_other_jobs_is_not_continued(tmp_path, capsys):
     assert "${now:" in OmegaConf.to_container(config.hydra.sweep, resolve=False)["dir"]  # a new sweep
 
 
-def test_the_new_sweep_flag_is_no_override(monkeypatch):
-    monkeypatch.setenv(NEW_SWEEP_ENV, "")  # restored (unset) after the test
-    assert take_new_sweep_flag(["-m", "--new-sweep", "seed=0,1"]) == ["-m", "seed=0,1"]
-    assert os.environ.get(NEW_SWEEP_ENV) == "1"
+def test_the_new_sweep_flag_is_no_override_and_no_environment_variable():
+    before = dict(os.environ)
+    assert read_flags(["-m", "--new-sweep", "seed=0,1"]) == (Options(new_sweep=True), ["-m", "seed=0,1"])
+    assert dict(os.environ) == before
+
+
+def test_minus_v_does_not_make_another_command(tmp_path):
+    """-v is Hydra's `hydra.verbose`: re-running a stopped sweep's command with or without it continues it."""
+    quiet = sweep_config(tmp_path)
+    loud = sweep_config(tmp_path)
+    loud.hydra.overrides.hydra.append("hydra.verbose=harness")
+    assert fingerprint(loud) == fingerprint(quiet)
 
 
 def test_a_stopped_ensemble_sweep_continues_with_another_packing(run_harness):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from harness.reports.evidence.sweep_spec import load_sweep
 
@@ -108,3 +109,16 @@ def test_a_bad_name_or_file_exits_2_with_one_line_and_creates_nothing(tmp_path):
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sweeps"]
+
+
+def test_minus_v_reaches_every_job_of_a_named_sweep(run_harness, tmp_path):
+    """`-v sweep <name>` is Hydra's `hydra.verbose=harness` in each grid's jobs (no environment variable carries
+    it): the jobs' recorded Hydra config says so, and MLflow's own lines are shown."""
+    sweeps = tmp_path / "sweeps"
+    sweeps.mkdir()
+    (sweeps / "loud.yaml").write_text("hypothesis: h\nreports: [overview]\noverrides: [debug=quick, trainer.steps=1]\n"
+                                      "grids:\n  - {algo: dppo}\n  - {algo: drpo}\n")
+    proc = run_harness("-v", "sweep", "loud", env={"HARNESS_SWEEPS": str(sweeps)}, check=True)
+    assert "Creating initial MLflow database tables" in proc.stdout + proc.stderr
+    recorded = sorted(tmp_path.glob("multirun/loud/*/g*_0/.hydra/hydra.yaml"))
+    assert len(recorded) == 2 and all(yaml.safe_load(p.read_text())["hydra"]["verbose"] == "harness" for p in recorded)

@@ -1,4 +1,4 @@
-"""A sweep through the CLI with the sweep's parent run (harness/sweeps/sweep_session.py): one parent run per invocation holding the
+"""A sweep through the CLI with the sweep's parent run (harness/sweeps/continued.py): one parent run per invocation holding the
 sweep definition, one child per job nested under it by tag (mlflow.parentRunId), parent status from the
 jobs' statuses."""
 from __future__ import annotations

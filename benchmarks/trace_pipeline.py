@@ -1,0 +1,93 @@
+"""How many of the project's files a parameter passes through from argv to the loss (issue 37).
+
+`python benchmarks/trace_pipeline.py [multirun] delta=0.37 algo=dppo debug=quick trainer.steps=1` runs the
+command in this process (`harness.cli.run_cli`) under a profiler and records each call into a file of
+`harness/` or `hydra_plugins/` whose arguments carry the value 0.37: the string `delta=0.37` (argv, overrides),
+the float, a config with `delta` / `algo.delta` / `algo.params.delta` at 0.37, or a list, dict or object holding
+one of those (two levels deep) - until the first call of the loss, `harness/algorithms/base.py: compute`. It
+prints JSON: `files` (how many distinct files, in `order` of their first call), and `returns` (how often the
+chain comes back to a file it had left). Run it in an empty folder with HARNESS_OUTPUT_ROOT and
+MLFLOW_TRACKING_URI pointing there: the run (or sweep) really runs. tests/contracts/test_pipeline_length.py
+keeps a single run's count under its ceiling."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, List
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness", "hydra_plugins")
+VALUE = 0.37
+LOSS = ("harness/algorithms/base.py", "compute")
+
+
+def carries(value: Any, depth: int = 0) -> bool:
+    """Whether an argument holds the traced value (see the module's docstring)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    try:
+        if isinstance(value, str):
+            return f"delta={VALUE}" in value
+        if isinstance(value, float):
+            return value == VALUE
+        if isinstance(value, DictConfig):
+            return any(OmegaConf.select(value, key, default=None) == VALUE
+                       for key in ("delta", "algo.delta", "algo.params.delta"))
+        if depth < 2 and isinstance(value, (list, tuple)):
+            return any(carries(item, depth + 1) for item in list(value)[:64])
+        if depth < 2 and isinstance(value, dict):
+            return any(carries(item, depth + 1) for item in list(value.values())[:64])
+        if depth < 1 and hasattr(value, "__dict__") and not isinstance(value, type):
+            return any(carries(item, depth + 1) for item in list(vars(value).values())[:64])
+    except Exception:  # an object that cannot be looked into carries nothing we can see
+        return False
+    return False
+
+
+def trace(argv: List[str]) -> dict:
+    """Run the command and return {"files", "returns", "order"}."""
+    from harness.cli import run_cli
+
+    root = str(REPO) + os.sep
+    chain: List[str] = []
+    done: List[bool] = []
+
+    def profile(frame, event, _arg) -> None:
+        if event != "call" or done:
+            return
+        path = frame.f_code.co_filename
+        if not path.startswith(root) or os.sep + "tests" + os.sep in path:
+            return
+        rel = os.path.relpath(path, root)
+        if not rel.startswith(PACKAGES):
+            return
+        if (rel, frame.f_code.co_name) == LOSS:
+            chain.append(rel)
+            done.append(True)
+            return
+        code = frame.f_code
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        if any(carries(frame.f_locals.get(name)) for name in names) and (not chain or chain[-1] != rel):
+            chain.append(rel)
+
+    sys.setprofile(profile)
+    try:
+        run_cli(list(argv))
+    except BaseException:  # the chain up to where it stopped is what is counted
+        pass
+    finally:
+        sys.setprofile(None)
+    files, returns, seen = [], 0, set()
+    for rel in chain:  # consecutive calls into one file are one visit (`chain` holds no repeats in a row)
+        if rel in seen:
+            returns += 1
+        else:
+            files.append(rel)
+        seen.add(rel)
+    return {"files": len(files), "returns": returns, "order": files, "reached_loss": bool(done)}
+
+
+if __name__ == "__main__":
+    print(json.dumps(trace(sys.argv[1:]), indent=1))
