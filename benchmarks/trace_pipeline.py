@@ -4,9 +4,11 @@
 command in this process (`harness.cli.run_cli`) under a profiler and records each call into a file of
 `harness/` or `hydra_plugins/` whose arguments carry the value 0.37: the string `delta=0.37` (argv, overrides),
 the float, a config with `delta` / `algo.delta` / `algo.params.delta` at 0.37, or a list, dict or object holding
-one of those (two levels deep) - until the first call of the loss, `harness/algorithms/base.py: compute`. It
+one of those (two levels deep) - until the first call of the loss, `harness/algorithms/base.py: compute`
+(one run's objective) or `compute_rows` (the trainer's: the objectives of an ensemble grouped by kind). It
 prints JSON: `files` (how many distinct files, in `order` of their first call), and `returns` (how often the
-chain comes back to a file it had left). Run it in an empty folder with HARNESS_OUTPUT_ROOT and
+chain comes back to a file it had left); and `stack_files`/`stack`: the project files on the call stack at the
+loss (the chain itself, without the side calls that record or check the value on the way). Run it in an empty folder with HARNESS_OUTPUT_ROOT and
 MLFLOW_TRACKING_URI pointing there: the run (or sweep) really runs. tests/contracts/test_pipeline_length.py
 keeps a single run's count under its ceiling."""
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, List
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness", "hydra_plugins")
 VALUE = 0.37
-LOSS = ("harness/algorithms/base.py", "compute")
+LOSS = {("harness/algorithms/base.py", "compute"), ("harness/algorithms/base.py", "compute_rows")}
 
 
 def carries(value: Any, depth: int = 0) -> bool:
@@ -53,6 +55,7 @@ def trace(argv: List[str]) -> dict:
     root = str(REPO) + os.sep
     chain: List[str] = []
     done: List[bool] = []
+    stack: List[str] = []  # the project files on the call stack when the loss is first computed
 
     def profile(frame, event, _arg) -> None:
         if event != "call" or done:
@@ -63,9 +66,15 @@ def trace(argv: List[str]) -> dict:
         rel = os.path.relpath(path, root)
         if not rel.startswith(PACKAGES):
             return
-        if (rel, frame.f_code.co_name) == LOSS:
+        if (rel, frame.f_code.co_name) in LOSS:
             chain.append(rel)
             done.append(True)
+            caller = frame
+            while caller is not None:
+                name = os.path.relpath(caller.f_code.co_filename, root)
+                if caller.f_code.co_filename.startswith(root) and name.startswith(PACKAGES) and name not in stack:
+                    stack.insert(0, name)
+                caller = caller.f_back
             return
         code = frame.f_code
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
@@ -86,7 +95,8 @@ def trace(argv: List[str]) -> dict:
         else:
             files.append(rel)
         seen.add(rel)
-    return {"files": len(files), "returns": returns, "order": files, "reached_loss": bool(done)}
+    return {"files": len(files), "returns": returns, "order": files, "reached_loss": bool(done),
+            "stack_files": len(stack), "stack": stack}
 
 
 if __name__ == "__main__":

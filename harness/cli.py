@@ -281,7 +281,7 @@ def _prints_job_config_only(args) -> bool:
             and not args.experimental_rerun and not args.run)
 
 
-def _run_hydra(hydra_argv: List[str], options: Options) -> Any:
+def _run_hydra(hydra_argv: List[str], options: Options = Options()) -> Any:
     """What the run or sweep Hydra started returned (None for a command that runs nothing)."""
     from hydra_plugins.harness_launcher.app import run_hydra
 
