@@ -104,14 +104,21 @@ def test_no_layer_reaches_up_by_a_module_name():
     assert reaches_up_by_name() == []
 
 
-def test_a_module_named_up_a_layer_is_found(tmp_path):
-    """The check finds a lower layer that names a higher one's module for importlib (checked on a copy)."""
+def planted(tmp_path: Path, module: str, addition: str) -> Path:
+    """A copy of the package and its contracts with `addition` appended to `module` (a path under harness/)."""
     copy = tmp_path / "repo"
     shutil.copytree(REPO / "harness", copy / "harness")
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
-    culprit = copy / "harness" / "config" / "validate.py"
-    culprit.write_text(culprit.read_text() + '\nTRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}\n'
-                       'KINDS = f"harness.reports.rendering.kinds.{1}"\n')
+    culprit = copy / "harness" / module
+    culprit.write_text(culprit.read_text() + addition)
+    return copy
+
+
+def test_a_module_named_up_a_layer_is_found(tmp_path):
+    """The check finds a lower layer that names a higher one's module for importlib (checked on a copy)."""
+    copy = planted(tmp_path, "config/validate.py",
+                   '\nTRAINER_CHECKS = {"verl": "harness.trainers.verl.validate:validate_verl"}\n'
+                   'KINDS = f"harness.reports.rendering.kinds.{1}"\n')
     found = reaches_up_by_name(copy)
     assert [f.split(" -> ")[1] for f in found] == ["harness.trainers.verl.validate",
                                                    "harness.reports.rendering.kinds"], found
@@ -177,17 +184,13 @@ def test_no_dynamic_import_reaches_across_layers():
 
 def test_a_dynamic_import_across_layers_is_found(tmp_path):
     """Planted on a copy: absolute, relative to __package__, concatenated, f-string and find_spec targets."""
-    copy = tmp_path / "repo"
-    shutil.copytree(REPO / "harness", copy / "harness")
-    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
-    culprit = copy / "harness" / "config" / "validate.py"
-    culprit.write_text(culprit.read_text() + "\n\ndef _reach(name):\n"
-                       "    importlib.import_module('harness.trainers.verl.validate')\n"
-                       "    importlib.import_module('..reports.registry', package=__package__)\n"
-                       "    __import__('harness.sweeps.' + name)\n"
-                       "    importlib.util.find_spec(f'harness.launchers.{name}')\n"
-                       "    importlib.import_module('.names', __package__)  # its own layer: allowed\n"
-                       "    importlib.import_module(name)  # nothing fixed: the string check covers registries\n")
+    copy = planted(tmp_path, "config/validate.py", "\n\ndef _reach(name):\n"
+                   "    importlib.import_module('harness.trainers.verl.validate')\n"
+                   "    importlib.import_module('..reports.registry', package=__package__)\n"
+                   "    __import__('harness.sweeps.' + name)\n"
+                   "    importlib.util.find_spec(f'harness.launchers.{name}')\n"
+                   "    importlib.import_module('.names', __package__)  # its own layer: allowed\n"
+                   "    importlib.import_module(name)  # nothing fixed: the string check covers registries\n")
     found = [f.split(" -> ")[1] for f in dynamic_imports_across_layers(copy)]
     assert found == ["harness.trainers.verl.validate", "harness.reports.registry", "harness.sweeps",
                      "harness.launchers"], found
@@ -253,12 +256,9 @@ def test_the_report_rooms_keep_their_order(tmp_path):
 def test_a_room_named_up_is_found(tmp_path):
     """A module of a lower room of harness.reports naming a higher room's module in a string (for importlib)
     is found like one naming a higher layer's (checked on a copy)."""
-    copy = tmp_path / "repo"
-    shutil.copytree(REPO / "harness", copy / "harness")
-    shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
-    culprit = copy / "harness" / "reports" / "evidence" / "sweep_file.py"
-    culprit.write_text(culprit.read_text() + '\nKIND = f"harness.reports.rendering.kinds.{1}"\n'
-                       'PAGE = "harness.reports.rendering.page:Page"\nRUNS = "harness.reports.results.data"\n')
+    copy = planted(tmp_path, "reports/evidence/sweep_file.py",
+                   '\nKIND = f"harness.reports.rendering.kinds.{1}"\n'
+                   'PAGE = "harness.reports.rendering.page:Page"\nRUNS = "harness.reports.results.data"\n')
     found = reaches_up_by_name(copy)
     assert [f.split(" -> ")[1] for f in found] == ["harness.reports.rendering.kinds",
                                                    "harness.reports.rendering.page"], found
