@@ -5,9 +5,9 @@
 1. `python -m harness trainer.steps=S` (default spec: dppo, sorting, MLflow SQLite store, checkpoints and
    evals every 10 steps) sized to a ~60 s run (S from a short calibration run; --quick: one debug=quick
    run), in a subprocess whose `harness.cli.main` is wrapped with timers: the trainer's own time is every
-   `rl_step` and `evaluate` plus the trainer's construction (`build_trainer`: importing the trainer's
+   `rl_step` and `evaluate` plus the trainer's construction (the job building its backend: importing the trainer's
    module with torch, the model, warm start from the cache; the trainer's methods are wrapped once
-   `build_trainer` has imported them, so those imports are paid where a real run pays them); the
+   the job has built the trainer, so those imports are paid where a real run pays them); the
    overhead is the rest of the wall time measured by the parent — interpreter start, imports,
    composition and validation (preflight + Hydra), the store, the tracking run, per-step logging,
    flushes, checkpoints, closing. Figures: overhead / wall time of a ~1-minute run (target <= 0.10, median
@@ -43,7 +43,7 @@ LONG_RUN_SECONDS = 180.0  # from 3 minutes on, overhead <= 0.03
 # Runs `python -m harness ARGS` with timers around the phases; writes them to $BENCH_TIMINGS at exit.
 TIMED_CLI = r"""
 import time; T0 = time.time()
-import atexit, json, os, resource, sys, threading
+import atexit, json, os, resource, sys, threading, types
 acc, counts, depth, background_cpu = {}, {}, {}, {}
 def wrap(owner, attr, key):
     fn = getattr(owner, attr)
@@ -69,13 +69,13 @@ def wrap(owner, attr, key):
                 counts[key_now] = counts.get(key_now, 0) + 1
     setattr(owner, attr, timed)
 def wrap_trainer():
-    # after build_trainer imported the trainer's module (torch, transformers), as the real run does
-    import harness.trainers.ensemble.solo as solo
+    # after the job built its trainer (importing torch, transformers), as the real run does
+    import harness.trainers.ensemble.loop as loop
     import harness.trainers.ensemble.trainer as et
     if getattr(et, "_bench_timed", False):
         return
     et._bench_timed = True
-    wrap(solo.SoloTrainer, "train", "train")
+    wrap(loop.SoloTrainer, "train", "train")
     wrap(et.EnsembleTrainer, "rl_step", "rl_steps")
     wrap(et.EnsembleTrainer, "evaluate", "evals")
     import harness.trainers.checkpoint as ck
@@ -89,13 +89,17 @@ acc["imports"] = time.perf_counter() - started
 wrap(harness.launchers.compose, "preflight_jobs", "preflight")  # what the CLI calls: Hydra composes each job
 wrap(harness.tracking.store, "prepare_stores", "prepare_stores")
 wrap(harness.launchers.job, "open_tracker", "open_tracker")  # the job's own name for it (imported at module level)
-build_trainer = harness.launchers.job.build_trainer
-def build_then_wrap(*a, **k):
-    trainer = build_trainer(*a, **k)
-    wrap_trainer()
-    return trainer
-harness.launchers.job.build_trainer = build_then_wrap
-wrap(harness.launchers.job, "build_trainer", "trainer_init")
+trainer_class = harness.launchers.job.trainer_class
+def class_then_wrap(name):
+    backend = trainer_class(name)
+    def build_then_wrap(*a, **k):
+        trainer = backend(*a, **k)
+        wrap_trainer()
+        return trainer
+    built = types.SimpleNamespace(build=build_then_wrap)
+    wrap(built, "build", "trainer_init")  # the backend's construction: its imports, the model, the warm start
+    return built.build
+harness.launchers.job.trainer_class = class_then_wrap
 wrap(harness.launchers.job, "run_job", "job")
 for cls in (tt.Tracker, tt.MlflowTracker):
     for attr, key in (("log_metrics", "log_metrics"), ("flush", "tracker_flush"), ("finish", "tracker_finish")):

@@ -69,7 +69,7 @@ def trl_trainer(builtin, steps: int, root: Path, callback):
     from harness.trainers.builtin.tokenizer import BOS, build_tokenizer
 
     t, task = builtin.t, builtin.task
-    problems = task.sample_train(np.random.default_rng(builtin.cfg.seed + 1), t.prompts_per_step * (steps + 2))
+    problems = task.sample_train(np.random.default_rng(builtin.members[0].spec.seed + 1), t.prompts_per_step * (steps + 2))
     # The built-in trainer prepends <bos> itself; TRL tokenizes the prompt text, where "<bos>" is the special token.
     dataset = Dataset.from_dict({"prompt": [BOS + p.prompt for p in problems], "answer": [p.answer for p in problems]})
 
@@ -84,7 +84,7 @@ def trl_trainer(builtin, steps: int, root: Path, callback):
         lr_scheduler_type="constant", warmup_steps=0, beta=0.0, epsilon=0.2, loss_type="dapo",
         gradient_checkpointing=False,  # TRL's default is on: slower, and pointless for a model this small
         scale_rewards="group", mask_truncated_completions=False, logging_steps=1, save_strategy="no",
-        report_to=[], use_cpu=True, bf16=False, fp16=False, seed=builtin.cfg.seed, disable_tqdm=True,
+        report_to=[], use_cpu=True, bf16=False, fp16=False, seed=builtin.members[0].spec.seed, disable_tqdm=True,
         dataloader_num_workers=0, dataloader_pin_memory=False, log_level="error")
     trainer = GRPOTrainer(model=builtin.member_model(0), reward_funcs=verifier, args=args,
                           train_dataset=dataset, processing_class=build_tokenizer(), callbacks=[callback])

@@ -32,10 +32,10 @@ from pathlib import Path
 from harness.launchers.compose import compose
 from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
-from harness.trainers import build_trainer
+from harness.trainers import trainer_class
 uri, run_dir, cache, beside = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4] == "thread"
 cfg = validate(compose([f"cache_dir={cache}", "trainer.progress=false"]))
-ensemble = build_trainer(cfg, run_dir, Tracker(run_dir)).ensemble
+ensemble = trainer_class("builtin")(cfg, run_dir=run_dir, tracker=Tracker(run_dir)).ensemble
 for _ in range(5):
     ensemble.rl_step()  # warm
 opened = {}

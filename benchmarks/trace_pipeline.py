@@ -2,19 +2,23 @@
 
 `python benchmarks/trace_pipeline.py [multirun] delta=0.37 algo=dppo debug=quick trainer.steps=1` runs the
 command in this process (`harness.cli.run_cli`) under a profiler and records each call into a file of
-`harness/` or `hydra_plugins/` whose arguments carry the value 0.37: the string `delta=0.37` (argv, overrides),
-the float, a config with `delta` / `algo.delta` / `algo.params.delta` at 0.37, or a list, dict or object holding
-one of those (two levels deep) - until the first call of the loss, `harness/algorithms/base.py: compute`
-(one run's objective) or `compute_rows` (the trainer's: the objectives of an ensemble grouped by kind). It
-prints JSON: `files` (how many distinct files, in `order` of their first call), and `returns` (how often the
-chain comes back to a file it had left); and `stack_files`/`stack`: the project files on the call stack at the
-loss (the chain itself, without the side calls that record or check the value on the way). Run it in an empty folder with HARNESS_OUTPUT_ROOT and
+`harness/` or `hydra_plugins/` whose arguments carry the value 0.37: any string containing `delta=0.37` (argv,
+overrides, and the labels made of them: a run's name, its description, its folder record), the float, a config
+with `delta` / `algo.delta` / `algo.params.delta` at 0.37, or a list, dict or object holding one of those (two
+levels deep) - until the first call of the loss, `harness/algorithms/base.py: compute` (one run's objective) or
+`compute_rows` (the trainer's: the objectives of an ensemble grouped by kind). It prints JSON: `files` (how many
+distinct files, in `order` of their first call), and `returns` (how often the chain comes back to a file it had
+left); `parameter_files`/`parameter_order`: the same count where a string carries the value only when it is the
+override itself (`delta=0.37`, `algo.delta=0.37`, ...), not a label made from it; and `stack_files`/`stack`:
+the project files on the call stack at the loss (the chain itself, without the side calls that record or check
+the value on the way). Run it in an empty folder with HARNESS_OUTPUT_ROOT and
 MLFLOW_TRACKING_URI pointing there: the run (or sweep) really runs. tests/contracts/test_pipeline_length.py
 keeps a single run's count under its ceiling."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, List
@@ -25,24 +29,28 @@ VALUE = 0.37
 LOSS = {("harness/algorithms/base.py", "compute"), ("harness/algorithms/base.py", "compute_rows")}
 
 
-def carries(value: Any, depth: int = 0) -> bool:
-    """Whether an argument holds the traced value (see the module's docstring)."""
+OVERRIDE = re.compile(r"[+~]*(algo\.)?(params\.)?delta=" + re.escape(str(VALUE)))
+
+
+def carries(value: Any, depth: int = 0, labels: bool = True) -> bool:
+    """Whether an argument holds the traced value (see the module's docstring); `labels`: a string containing
+    the override counts, not only the override itself."""
     from omegaconf import DictConfig, OmegaConf
 
     try:
         if isinstance(value, str):
-            return f"delta={VALUE}" in value
+            return f"delta={VALUE}" in value if labels else OVERRIDE.fullmatch(value.strip()) is not None
         if isinstance(value, float):
             return value == VALUE
         if isinstance(value, DictConfig):
             return any(OmegaConf.select(value, key, default=None) == VALUE
                        for key in ("delta", "algo.delta", "algo.params.delta"))
         if depth < 2 and isinstance(value, (list, tuple)):
-            return any(carries(item, depth + 1) for item in list(value)[:64])
+            return any(carries(item, depth + 1, labels) for item in list(value)[:64])
         if depth < 2 and isinstance(value, dict):
-            return any(carries(item, depth + 1) for item in list(value.values())[:64])
+            return any(carries(item, depth + 1, labels) for item in list(value.values())[:64])
         if depth < 1 and hasattr(value, "__dict__") and not isinstance(value, type):
-            return any(carries(item, depth + 1) for item in list(vars(value).values())[:64])
+            return any(carries(item, depth + 1, labels) for item in list(vars(value).values())[:64])
     except Exception:  # an object that cannot be looked into carries nothing we can see
         return False
     return False
@@ -54,6 +62,7 @@ def trace(argv: List[str]) -> dict:
 
     root = str(REPO) + os.sep
     chain: List[str] = []
+    parameter_chain: List[str] = []
     done: List[bool] = []
     stack: List[str] = []  # the project files on the call stack when the loss is first computed
 
@@ -68,6 +77,7 @@ def trace(argv: List[str]) -> dict:
             return
         if (rel, frame.f_code.co_name) in LOSS:
             chain.append(rel)
+            parameter_chain.append(rel)
             done.append(True)
             caller = frame
             while caller is not None:
@@ -78,8 +88,11 @@ def trace(argv: List[str]) -> dict:
             return
         code = frame.f_code
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        if any(carries(frame.f_locals.get(name)) for name in names) and (not chain or chain[-1] != rel):
+        values = [frame.f_locals.get(name) for name in names]
+        if any(carries(value) for value in values) and (not chain or chain[-1] != rel):
             chain.append(rel)
+        if any(carries(v, labels=False) for v in values) and (not parameter_chain or parameter_chain[-1] != rel):
+            parameter_chain.append(rel)
 
     sys.setprofile(profile)
     try:
@@ -88,15 +101,24 @@ def trace(argv: List[str]) -> dict:
         pass
     finally:
         sys.setprofile(None)
+    files, returns = _visits(chain)
+    parameter_files, parameter_returns = _visits(parameter_chain)
+    return {"files": len(files), "returns": returns, "order": files,
+            "parameter_files": len(parameter_files), "parameter_returns": parameter_returns,
+            "parameter_order": parameter_files, "reached_loss": bool(done), "stack_files": len(stack), "stack": stack}
+
+
+def _visits(chain: List[str]) -> tuple:
+    """The distinct files of a chain in order of first visit, and how often it returned to one it had left
+    (consecutive calls into one file are one visit: a chain holds no repeats in a row)."""
     files, returns, seen = [], 0, set()
-    for rel in chain:  # consecutive calls into one file are one visit (`chain` holds no repeats in a row)
+    for rel in chain:
         if rel in seen:
             returns += 1
         else:
             files.append(rel)
         seen.add(rel)
-    return {"files": len(files), "returns": returns, "order": files, "reached_loss": bool(done),
-            "stack_files": len(stack), "stack": stack}
+    return files, returns
 
 
 if __name__ == "__main__":

@@ -31,24 +31,24 @@ def parameter_count(model: DictConfig) -> int:
     return model.num_layers * (attention + mlp)
 
 
-def kv_cache_bytes(cfg: DictConfig) -> int:
-    t, model = cfg.trainer, cfg.model
+def kv_cache_bytes(model: DictConfig, t: DictConfig) -> int:
+    """The rollout's key/value cache of one step (`t`: the run's `trainer` node)."""
     sequences = t.prompts_per_step * t.group_size
     tokens = PROMPT_TOKENS + (t.max_new_tokens or 0)
     head_dim = model.hidden_size // model.num_heads
     return sequences * tokens * model.num_layers * 2 * model.num_kv_heads * head_dim * FLOAT_BYTES
 
 
-def check_builtin_memory(cfg: DictConfig) -> None:
-    """ConfigError naming the keys when the run cannot fit in this machine's memory."""
-    if cfg.model.get("path"):
+def check_builtin_memory(model: DictConfig, trainer: DictConfig) -> None:
+    """ConfigError naming the keys when a run of this `model` and `trainer` cannot fit in this machine's memory."""
+    if model.get("path"):
         return  # a real checkpoint's shape is its own
     available = machine_memory_bytes()
-    weights = parameter_count(cfg.model) * FLOAT_BYTES * PARAMETER_COPIES
-    cache = kv_cache_bytes(cfg)
+    weights = parameter_count(model) * FLOAT_BYTES * PARAMETER_COPIES
+    cache = kv_cache_bytes(model, trainer)
     if weights + cache <= available:
         return
-    m, t = cfg.model, cfg.trainer
+    m, t = model, trainer
     if weights >= cache:
         keys = (f"model.hidden_size={m.hidden_size}, model.intermediate_size={m.intermediate_size}, "
                 f"model.num_layers={m.num_layers}")

@@ -117,7 +117,7 @@ def check_builtin_memory_here(cfg: DictConfig) -> None:
     """A launcher running jobs on this machine: a built-in run must fit its memory (a run elsewhere, on Slurm,
     is sized against its own node)."""
     if cfg.trainer.name == "builtin":
-        check_builtin_memory(cfg)
+        check_builtin_memory(cfg.model, cfg.trainer)
 
 
 def _tracking_uri(cfg: DictConfig) -> Tuple[Any, str]:

@@ -34,7 +34,7 @@ from harness.tracking.outage import apply_client_defaults
 from harness.tracking.quiet import verbose
 from harness.tracking.store import mlflow_store
 from harness.tracking.ui import experiment_of_run
-from harness.trainers import build_trainer
+from harness.trainers import trainer_class
 from harness.trainers.checkpoint import (CheckpointError, checkpoint_paths, checkpoint_step, find_checkpoint,
                                          resumed_run_id)
 from harness.trainers.resume import resumed_spec
@@ -186,7 +186,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         trim_metrics(run_dir, step)  # the steps after the checkpoint are computed again, and recorded once
         resumed = f"resumed from step {step} of {spec.trainer.steps}, "
         run_log.info("run %s: resumed from its checkpoint at step %d (%s)", name, step, spec.trainer.resume)
-    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec))
+    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec.trainer.get("resume")))
     line = f"run {name}: {resumed}{tracker.where()}"
     if sweep_dir is None or resumed or verbose():  # a sweep's runs: one line for them all, but each resume said
         print(line, flush=True)
@@ -239,7 +239,8 @@ def run_job(cfg: DictConfig, spec: Optional[DictConfig] = None) -> JobResult:
         if isinstance(started, JobResult):
             return started
         try:
-            final = build_trainer(started.spec, run_dir=started.run_dir, tracker=started.tracker).train()
+            backend = trainer_class(str(started.spec.trainer.name))
+            final = backend(started.spec, run_dir=started.run_dir, tracker=started.tracker).train()
         except (KeyboardInterrupt, Killed) as err:
             finish_run(started, None, err)
             raise

@@ -29,7 +29,7 @@ def check_jobs(jobs: Sequence[Job], multirun: bool) -> None:
         _check_resumes(jobs)
     except ValueError as err:
         raise Refused(str(err).splitlines()[0]) from None
-    prepare_stores([spec for spec in specs if not runs_here(spec)])  # jobs here create their own
+    prepare_stores([spec for spec in specs if not runs_here(str(spec.launcher.name))])  # jobs here create their own
 
 
 def print_dry_run(jobs: Sequence[Job]) -> bool:

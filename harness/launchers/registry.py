@@ -115,9 +115,9 @@ def plugin_class_named(class_name: str) -> type:
     return next(entry for entry in launchers() if entry.class_name == class_name).plugin_class()
 
 
-def runs_here(cfg: DictConfig) -> bool:
-    """Whether the jobs of `cfg` run on this machine (in this process or its workers)."""
-    return entry_for(str(cfg.launcher.name)).runs_here
+def runs_here(launcher: str) -> bool:
+    """Whether the jobs of `launcher=<launcher>` run on this machine (in this process or its workers)."""
+    return entry_for(launcher).runs_here
 
 
 def _hydra_launcher_schema(entry: LauncherEntry) -> type:

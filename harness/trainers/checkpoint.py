@@ -128,9 +128,9 @@ def _meta(source: str) -> Dict[str, Any]:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
-def resumed_run_id(cfg) -> Optional[str]:
-    """The tracking run a resumed job continues (None for a fresh run)."""
-    return _meta(cfg.trainer.resume).get("run_id") if cfg.trainer.get("resume") else None
+def resumed_run_id(resume: Optional[str]) -> Optional[str]:
+    """The tracking run a job with `trainer.resume=<resume>` continues (None for a fresh run: no `resume`)."""
+    return _meta(str(resume)).get("run_id") if resume else None
 
 
 def checkpoint_step(source: str) -> int:

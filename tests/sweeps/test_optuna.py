@@ -35,10 +35,10 @@ def test_pruning_hook_stops_a_run_worse_than_the_median(tmp_path):
     weak = study.ask()
     cfg = OmegaConf.create({"optuna": {"storage": storage, "study": "s", "trial_id": weak._trial_id,
                                        "prune": True, "n_startup_trials": 1, "n_warmup_steps": 0}})
-    report = pruning_hook(cfg)
+    report = pruning_hook(cfg.optuna)
     with pytest.raises(Pruned, match="step 2"):
         report(2, {"eval/accuracy": 0.1})
-    assert pruning_hook(OmegaConf.create({"optuna": {"trial_id": None}})) is None
+    assert pruning_hook(OmegaConf.create({"trial_id": None})) is None
 
 
 @pytest.mark.slow  # end to end: two Optuna searches through the command line

@@ -4,7 +4,7 @@ from omegaconf import OmegaConf
 from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from harness.trainers.builtin.model import build_model, plain_qwen3, token_logprobs
-from harness.trainers.ensemble.solo import SoloTrainer
+from harness.trainers.ensemble.loop import SoloTrainer
 
 from conftest import tiny_model_cfg
 

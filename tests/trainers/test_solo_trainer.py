@@ -7,7 +7,7 @@ import pytest
 from harness.launchers.compose import compose
 from harness.launchers.compose import validated as validate
 from harness.tracking.local_tracker import Tracker
-from harness.trainers.ensemble.solo import SoloTrainer
+from harness.trainers.ensemble.loop import SoloTrainer
 
 
 def test_another_architecture_is_refused_in_one_line(tmp_path, tokenizer):

@@ -158,7 +158,7 @@ def test_a_requeued_attempt_logs_each_step_once(tmp_path, stored):
     one.tracker.finish("KILLED")
     second = "sleep 0.5\n: > $M\n" + line(4, {"val-core/aime2024/acc/mean@16": 0.3}) + steps(0.2, 5, 6, 7, 8)
     cfg = validate(compose(["trainer=verl", root, f"trainer.resume={run}"]))
-    tracker = open_tracker(cfg, run, "r", resume_run_id=resumed_run_id(cfg))
+    tracker = open_tracker(cfg, run, "r", resume_run_id=resumed_run_id(cfg.trainer.get("resume")))
     two = make_trainer(tmp_path, second, root, f"trainer.resume={run}", tracker=tracker)
     two.train()
     tracker.finish("FINISHED")

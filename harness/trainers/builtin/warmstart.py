@@ -16,6 +16,7 @@ import pickle
 import time
 import uuid
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import torch
@@ -42,10 +43,9 @@ PROBE_SIZE = 256
 PROBE_SAMPLER = 3
 
 
-def cache_folder(spec) -> Path:
-    """The warm-start cache of a run: `cache_dir`, else `<output_root>/.harness/cache`."""
-    root = Path(spec.output_root).expanduser()
-    return Path(spec.cache_dir).expanduser() if spec.cache_dir else root / ".harness" / "cache"
+def cache_folder(output_root: str, cache_dir: Optional[str]) -> Path:
+    """The warm-start cache of a run: its `cache_dir`, else `<output_root>/.harness/cache`."""
+    return Path(cache_dir).expanduser() if cache_dir else Path(output_root).expanduser() / ".harness" / "cache"
 
 
 def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait: bool = True) -> dict:

@@ -2,18 +2,26 @@
 checkpoint, a step, evaluations every `eval_every`, logging to each member's own tracker, checkpoints every
 `checkpoint_every` into each member's own folder). A member that fails (its sampling, a non-finite loss, its
 tracker's logging, a checkpoint that cannot be written, its evaluation hook) ends alone with its error; the
-others go on."""
+others go on.
+
+`SoloTrainer` is `trainer=builtin` for one run: this loop over the ensemble of one (so a member of any ensemble
+computes what its run computes alone). A policy the stacked model does not cover (a `model.path` checkpoint of
+another architecture) is refused in one line."""
 from __future__ import annotations
 
 import logging
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Dict, List
+
+from omegaconf import DictConfig
 
 from harness.infra.stop_signals import raise_if_stopped
 from harness.trainers.checkpoint import CheckpointWriter
-from harness.trainers.ensemble.trainer import EnsembleTrainer
+from harness.trainers.ensemble.trainer import EnsembleTrainer, stackable
+from harness.trainers.pruning import pruning_hook
 
 log = logging.getLogger("harness")
 run_log = logging.getLogger("harness.run")
@@ -93,7 +101,7 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
             _record(trainer, member, f"step 0/{t.steps}: eval/accuracy={evaluation['eval/accuracy']:.4f}")
         _save(trainer, writers, 0)
     metrics: Dict[int, Dict[str, float]] = {}
-    desc = trainer.cfg.algo.name if len(trainer.members) == 1 else f"ensemble of {len(trainer.members)}"
+    desc = trainer.members[0].spec.algo.name if len(trainer.members) == 1 else f"ensemble of {len(trainer.members)}"
     bar = tqdm(total=t.steps, initial=trainer.step, desc=desc, unit="step",
                disable=None if t.progress and progress else True, dynamic_ncols=True)
     while trainer.step < t.steps and trainer.alive:
@@ -126,3 +134,21 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
     bar.close()
     for member in trainer.members:
         member.final["eval/best_accuracy"] = member.best_eval
+
+
+class SoloTrainer:
+    """One run: the ensemble trainer with one member, trained by `train`."""
+
+    def __init__(self, cfg: DictConfig, run_dir: Path, tracker):
+        if not stackable(cfg):
+            raise ValueError(f"model.path={cfg.model.path}: the built-in trainer trains plain Qwen3 decoder "
+                             "checkpoints only (Qwen3ForCausalLM without attention bias, sliding window or "
+                             "scaled RoPE); use trainer=verl for other architectures")
+        self.ensemble = EnsembleTrainer([(cfg, run_dir, tracker, pruning_hook(cfg.get("optuna")))])
+
+    def train(self) -> Dict[str, float]:
+        train(self.ensemble)
+        member = self.ensemble.members[0]
+        if member.error is not None:
+            raise member.error
+        return member.final

@@ -4,7 +4,7 @@ Each member is a complete run (`member.Member`); members share only the shape of
 architecture, dataset, batch sizes, sequence lengths, steps, precision preset, optimizer settings) and may
 differ in seed, objective and its parameters, sampling temperature, advantage estimator, loss aggregation,
 grad clip, warm-start seed and mismatch scale. It is the only RL step of the built-in trainer (a run alone
-is the ensemble of one, `solo.py`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
+is the ensemble of one, `loop.SoloTrainer`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
 rollout engine (each member's own sampling stream), recompute π', take `mini_batches` optimizer steps
 (loss, grad clip and metrics per member, computed for all members at once, the objectives grouped by kind:
 `batched_loss.py`; one backward and one AdamW step over the stacked parameters, which are elementwise per
@@ -69,7 +69,7 @@ class EnsembleTrainer:
         self.warm_start_stats: Dict[Member, Dict[str, float]] = {}
         self._announced: set = set()
         first = self.members[0].spec
-        self.cfg, self.t = first, first.trainer
+        self.t, self.model_cfg = first.trainer, first.model  # one shape: every member's trainer and model agree
         self.device = resolve_device(str(self.t.get("device", "auto")))  # before any work: a missing GPU is one line
         torch.set_num_threads(int(threads or self.t.torch_threads))
         self.tokenizer = build_tokenizer()
@@ -119,7 +119,7 @@ class EnsembleTrainer:
         """Warm-start `member` from the cache or by training; False (nothing done) when not `wait`ing and
         another process is training its base model."""
         model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
-        cache_dir, seed = cache_folder(member.spec), member.t.warmstart.seed
+        cache_dir, seed = cache_folder(member.spec.output_root, member.spec.cache_dir), member.t.warmstart.seed
         key = warmstart_key(model, self.tokenizer, self.task, member.t.warmstart, seed)
         if key not in self._announced and not (cache_dir / f"{key}.pt").exists():
             self._announced.add(key)  # the first run of a task and model trains its base model: say so, once
@@ -159,7 +159,7 @@ class EnsembleTrainer:
 
     def member_model(self, index: int):
         """Member `index`'s current weights in a transformers Qwen3ForCausalLM (an export, not a view)."""
-        model = build_model(self.cfg.model, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
+        model = build_model(self.model_cfg, vocab_size=len(self.tokenizer), seed=self.t.warmstart.seed)
         model.load_state_dict(self.model.member_state_dict(index))
         return model
 
