@@ -35,6 +35,7 @@ move it. Collapse counts, with exact bounds, are reported beside it (the claim t
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional, Sequence, Tuple
 
@@ -45,14 +46,13 @@ from harness.stats.resolution import ties
 
 EXACT_UP_TO = 16  # 2^16 sign patterns: enumerated; more seeds: Monte Carlo
 MONTE_CARLO_DRAWS = 2 ** 16
-_SIGNS = {}
 
 
+@functools.lru_cache(maxsize=None)
 def _all_signs(n: int) -> np.ndarray:
-    if n not in _SIGNS:
-        codes = np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]
-        _SIGNS[n] = np.where(codes & 1, -1.0, 1.0)
-    return _SIGNS[n]
+    """Every sign pattern of n seeds, [2^n, n] (computed once per n; callers only read it)."""
+    codes = np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]
+    return np.where(codes & 1, -1.0, 1.0)
 
 
 def sign_flip_p(values: Sequence[float], alternative: str = "greater") -> float:
