@@ -45,15 +45,24 @@ class StampingLauncher(SequentialLauncher):
         return returns
 '''
 
-# the two registrations: one call each of the public registration functions
+# the registrations: one call each of the public registration functions; "farm" submits to Slurm as
+# launcher=slurm does (its class), a cluster by its entry alone
 REGISTRATIONS = '''
 from harness.algorithms.params import PGParams
 from harness.algorithms.specs import ObjectiveSpec, register_objective
-from harness.launchers.registry import LauncherEntry, register_launcher
+from harness.config.validate import check_profile
+from harness.launchers.registry import LauncherEntry, SubmititParams, register_launcher
 
 register_objective(ObjectiveSpec("halved_pg", "harness_ext.halved:HalvedPG", "baseline", PGParams))
 register_launcher(LauncherEntry("stamping", "harness_ext.stamping:StampingLauncher", "a test's launcher"))
+register_launcher(LauncherEntry("farm", "harness.launchers.submitit_launcher:SubmititLauncher", "a test's cluster",
+                                params=SubmititParams, settings={"profile": "test_cluster", "members": 1},
+                                hydra_settings={"cluster": "${launcher.cluster}"}, cluster="slurm",
+                                checks=(check_profile,)))
 '''
+
+# a GPU node without a verl environment: verl's site, on a cluster, reads verl_python from the profile and finds none
+GPU_PROFILE = "partition: null\ngpus_per_node: 1\ncpus_per_task: 16\nmem_gb: 2\n"
 
 # The command line with the extension imported: spawned workers import the main module again, so the
 # registrations hold in every process of the run.
@@ -78,9 +87,9 @@ def _extension(root: Path) -> Path:
     return root / "driver.py"
 
 
-def _harness(driver: Path, args, out: Path) -> subprocess.CompletedProcess:
+def _harness(driver: Path, args, out: Path, **env) -> subprocess.CompletedProcess:
     path = os.pathsep.join([str(driver.parent), str(REPO), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path,
+    env = {**os.environ, **env, "PYTHONPATH": path,
            "HARNESS_OUTPUT_ROOT": str(out), "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlruns.db"}
     return subprocess.run([sys.executable, str(driver), *args], cwd=out, env=env, capture_output=True, text=True,
                           timeout=900)
@@ -114,6 +123,39 @@ def test_a_registered_objective_and_launcher_run(tmp_path, warm_cache):
     job = stamp.parent / "0"
     assert (job / "status.txt").read_text().strip() == "FINISHED"
     assert "hydra/launcher: harness_stamping" in (job / ".hydra" / "hydra.yaml").read_text()
+
+
+def test_a_registered_cluster_launcher_is_a_cluster_everywhere(tmp_path):
+    """The entry's cluster reaches the layers below the launchers through `launcher.cluster`: verl's layout takes
+    the profile's allocation and its site the profile's verl environment, `--plan` prints the profile and #SBATCH
+    lines; an override of `launcher.cluster` is refused."""
+    driver = _extension(tmp_path / "ext")
+    out = tmp_path / "out"
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "gpu_site.yaml").write_text(GPU_PROFILE)
+    out.mkdir()
+
+    layout = _harness(driver, ["trainer=verl", "launcher=farm", "--dry-run"], out)
+    assert layout.returncode == 2 and layout.stderr.strip() == (
+        "harness: error: launcher.gpus_per_node=0 is not allowed with trainer=verl: it needs GPUs (launcher profile "
+        "'test_cluster' has none); set launcher.gpus_per_node or a GPU profile")
+    profiles = {"HARNESS_LAUNCHER_PROFILES": str(tmp_path / "profiles"), "HARNESS_VERL_PYTHON": ""}
+    site = _harness(driver, ["trainer=verl", "launcher=farm", "launcher.profile=gpu_site", "tracking=none",
+                             "--dry-run"], out, **profiles)
+    assert site.returncode == 2 and site.stderr.startswith(
+        "harness: error: trainer.verl.python=None is not allowed on a cluster"), site.stderr
+    assert "in the launcher profile 'gpu_site'" in site.stderr
+
+    plan = _harness(driver, ["multirun", "launcher=farm", "seed=0,1", "debug=quick", "--plan"], out)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "  profile: test_cluster (launcher=farm's default profile" in plan.stdout
+    assert "  submitted as an array of 2 tasks, 2 at a time; each with:" in plan.stdout
+    assert "    #SBATCH --array=0-1%2" in plan.stdout
+
+    changed = _harness(driver, ["launcher=local", "launcher.cluster=slurm", "--cfg", "job"], out)
+    assert changed.returncode == 2 and changed.stderr.strip() == (
+        "harness: error: launcher.cluster='slurm' is not allowed: launcher=local sets it (None); choose the "
+        "launcher instead")
 
 
 def test_a_registered_name_is_refused_twice(tmp_path):
