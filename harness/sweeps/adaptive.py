@@ -3,8 +3,8 @@ checks, `check: true`, are reported but do not hold the study), a precondition f
 "not testable here"), or the budget (runs and/or minutes) is spent. A design with a `pilot:` runs its
 pilot seeds first: a precondition that fails on them ends the study "not testable here" before any main run;
 otherwise the pilot's spread plans the seeds per arm for the power target at the SESOI, up to the budget's
-cap, and the main rounds are refused when even the cap falls short (harness/reports/pilot.py), unless the
-design says `underpowered: accepted`.
+cap, and the main rounds are refused when even the cap falls short (harness/reports/evidence/pilot.py), unless
+the design says `underpowered: accepted`.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α
