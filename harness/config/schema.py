@@ -117,6 +117,9 @@ class ClusterResources:
 @dataclass
 class _LauncherSettings:
     name: str = MISSING
+    # set by the launcher's entry (harness/launchers/registry.py): "slurm" or "local" for a launcher whose jobs
+    # go to a cluster with a launcher profile's resources (submitit's executor), None for one running them here
+    cluster: Optional[str] = None
     workers: Optional[int] = None  # local_parallel: worker processes (None: one per core)
     # local/local_parallel/submitit: built-in runs of one shape train together, at most this many per
     # process (None: as many as fit in memory; 1: every run alone)

@@ -3,9 +3,10 @@
 For any launcher: the jobs, those already FINISHED (skip-finished would skip them: harness/launchers/
 skip_finished.py; or FINISHED in the stopped sweep the command would continue: harness/sweeps/continued.py), how
 the others group into ensembles and on how many worker processes (the launcher's own `layout`, what its launch
-line says), an estimated time (harness/launchers/step_cost.py says whether it is measured or rough), and for
-launcher=slurm the `#SBATCH` lines each array task gets from the launcher profile. Nothing is started, no folder
-is made, nothing is written to MLflow (its store is only read, and only if it exists)."""
+line says), an estimated time (harness/launchers/step_cost.py says whether it is measured or rough), for a
+launcher on a cluster (`launcher.cluster`, from its entry) its profile, and for one submitting to Slurm the
+`#SBATCH` lines each array task gets from the profile. Nothing is started, no folder is made, nothing is
+written to MLflow (its store is only read, and only if it exists)."""
 from __future__ import annotations
 
 import heapq
@@ -106,7 +107,8 @@ def _estimate(jobs: Sequence[Job], plans: List[JobPlan], layout) -> List[str]:
 def _cluster_lines(launcher, jobs: Sequence[Job], layout) -> List[str]:
     config = launcher.config
     name = str(OmegaConf.select(config, "launcher.name") or "")
-    if name not in ("slurm", "submitit_local"):
+    cluster = OmegaConf.select(config, "launcher.cluster")  # the launcher's entry says (registry.py)
+    if cluster is None:
         return []
     profile = profile_for(config.launcher)
     chosen = OmegaConf.select(config, "launcher.profile") or DEFAULT_PROFILE
@@ -115,7 +117,7 @@ def _cluster_lines(launcher, jobs: Sequence[Job], layout) -> List[str]:
     each = (f"{profile.cpus_per_task} CPUs, {profile.mem_gb} GB, {profile.gpus_per_node or 0} GPUs per node, "
             f"{profile.nodes} node{'s' if profile.nodes != 1 else ''}, time limit {profile.timeout_min} min")
     lines = [f"profile: {chosen}{default}", f"each job: {each}"]
-    if name == "slurm":
+    if cluster == "slurm":
         tasks = len(layout.groups)
         lines.append(f"submitted as {'an array of ' + str(tasks) + ' tasks' if tasks > 1 else 'one job'}, "
                      f"{layout.workers} at a time; each with:")

@@ -2,14 +2,16 @@
 `register_launcher`. Everything else derives from the entries: the `launcher` config group and the
 `hydra/launcher` schemas in Hydra's ConfigStore (`store_configs`), the Hydra plugin classes
 (hydra_plugins/harness_launcher/plugins.py makes one alias per entry, under the name Hydra accepts), the names
-validation allows and the checks it runs on a run config that selects a launcher (`checks_for`), and whether
-a launcher's jobs run on this machine (`runs_here`).
+validation allows and the checks it runs on a run config that selects a launcher (`checks_for`), whether a
+launcher's jobs run on this machine (`runs_here`), and the cluster they go to: the entry's `cluster`, which the run
+config carries as `launcher.cluster` for the layers below (a verl run's site, `--plan`'s cluster lines).
 
 A new launcher is its module (a `HarnessLauncher` subclass) and one `register_launcher(LauncherEntry(...))`."""
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field, fields, make_dataclass
+from functools import partial
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, get_type_hints
 
 from omegaconf import DictConfig
@@ -44,9 +46,11 @@ class LauncherEntry:
 
     plugin: the Hydra launcher class as "module:Class" (imported only when Hydra launches). params: the
     dataclass of its `hydra/launcher` node (its constructor's keyword arguments). settings: the run config's
-    `launcher.*` values it sets; hydra_settings: the `hydra.launcher.*` values. runs_here: its jobs run in this
-    process or its workers (the memory check is this machine's; each job creates its own tracking store).
-    checks: its own checks of a run config that selects it (ConfigError, one line)."""
+    `launcher.*` values it sets; hydra_settings: the `hydra.launcher.*` values. cluster: where its jobs go,
+    with the resources of a launcher profile: "slurm" (submitted with sbatch) or "local" (submitit's local
+    stand-in); None: they run in this process or its workers (`runs_here`: the memory check is this machine's,
+    each job creates its own tracking store). checks: its own checks of a run config that selects it
+    (ConfigError, one line)."""
 
     name: str
     plugin: str
@@ -54,8 +58,12 @@ class LauncherEntry:
     params: type = NoParams
     settings: Mapping[str, Any] = field(default_factory=dict)
     hydra_settings: Mapping[str, Any] = field(default_factory=dict)
-    runs_here: bool = True
+    cluster: Optional[str] = None
     checks: Tuple[Check, ...] = ()
+
+    @property
+    def runs_here(self) -> bool:
+        return self.cluster is None
 
     @property
     def class_name(self) -> str:
@@ -107,7 +115,15 @@ def entry_for(name: str) -> LauncherEntry:
 
 def checks_for(name: str) -> Tuple[Check, ...]:
     """The checks a run config selecting launcher `name` gets (handed to validation by the composer)."""
-    return entry_for(name).checks
+    entry = entry_for(name)
+    return (partial(_cluster_is_the_entrys, entry), *entry.checks)
+
+
+def _cluster_is_the_entrys(entry: LauncherEntry, cfg: DictConfig) -> None:
+    """`launcher.cluster` says what the selected launcher is; an override would make the layers below disagree."""
+    if cfg.launcher.get("cluster") != entry.cluster:
+        raise ConfigError(f"launcher.cluster={cfg.launcher.get('cluster')!r} is not allowed: launcher={entry.name} "
+                          f"sets it ({entry.cluster!r}); choose the launcher instead")
 
 
 def plugin_class_named(class_name: str) -> type:
@@ -134,7 +150,8 @@ def _hydra_launcher_schema(entry: LauncherEntry) -> type:
 def _group_node(entry: LauncherEntry) -> Dict[str, Any]:
     """What conf/launcher/<name>.yaml held: a global package overriding hydra/launcher and setting `launcher`."""
     node: Dict[str, Any] = {"defaults": [{"override /hydra/launcher": entry.hydra_config}],
-                            "launcher": {"name": entry.name, **entry.settings}}
+                            "launcher": {"name": entry.name, "cluster": entry.cluster,
+                                                                  **entry.settings}}
     if entry.hydra_settings:
         node["hydra"] = {"launcher": dict(entry.hydra_settings)}
     return node
@@ -152,6 +169,7 @@ def store_configs() -> None:
 
 
 _CLUSTER = (check_profile,)
+_SUBMITIT_CLUSTER = {"cluster": "${launcher.cluster}"}  # submitit's executor: the entry's cluster
 _MEMBERS_DOC = ("runs per Slurm job; e.g. launcher.members=512 trains that many built-in runs of one shape as one "
                 "ensemble per job (a GPU node), each still its own run, folder and MLflow run")
 
@@ -174,7 +192,7 @@ register_launcher(LauncherEntry(
     "submitit's local executor: one process per job, with submitit's job files (a Slurm stand-in). "
     "python -m harness multirun launcher=submitit_local algo=dppo,drpo; members: " + _MEMBERS_DOC,
     params=SubmititParams, settings={"profile": "test_cluster", "detach": False, "members": 1},
-    hydra_settings={"cluster": "local"}, runs_here=False, checks=_CLUSTER))
+    cluster="local", hydra_settings=_SUBMITIT_CLUSTER, checks=_CLUSTER))
 register_launcher(LauncherEntry(
     "slurm", "harness.launchers.submitit_launcher:SubmititLauncher",
     "Slurm through submitit, with a cluster profile from launchers/profiles/ (or your own folder). "
@@ -182,4 +200,4 @@ register_launcher(LauncherEntry(
     "--detach returns after submission; launcher.members=64 seed='range(0,256)' is 4 jobs of 64 runs; members: "
     + _MEMBERS_DOC,
     params=SubmititParams, settings={"profile": "test_cluster", "detach": False, "members": 1},
-    hydra_settings={"cluster": "slurm"}, runs_here=False, checks=(*_CLUSTER, check_tracking_reachable)))
+    cluster="slurm", hydra_settings=_SUBMITIT_CLUSTER, checks=(*_CLUSTER, check_tracking_reachable)))

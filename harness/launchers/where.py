@@ -37,7 +37,7 @@ def sweep_folder(results: List[JobResult]) -> Optional[Path]:
 
 def sweep_where(sweep_dir: Path, answer: Sequence[str] = ()) -> str:
     """A sweep's last lines: its folder, its reports index, its MLflow parent run and, last, `answer` (the
-    verdict lines of its reports, which the layers above read: harness/reports/verdicts.py)."""
+    verdict lines of its reports, which the layers above read: harness/reports/rendering/verdicts.py)."""
     lines = [f"  folder: {sweep_dir}"]
     index = sweep_dir / "reports" / "index.html"
     if index.is_file():

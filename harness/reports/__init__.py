@@ -1,8 +1,8 @@
 """Sweep reports: HTML pages (PNG figures beside them) and Markdown summaries built from MLflow.
 
   build_sweep_reports(sweep_dir) -> list[Path]     the sweep-end callback; never raises
-  build_reports(target, kinds=None) -> BuildResult  target from `locate.resolve(...)` / `from_sweep_dir`
-  list_kinds(), get_kind(name)                       the registry (`registry.py`, one module per kind)
+  build_reports(target, kinds=None) -> BuildResult  target from `results.locate.resolve(...)` / `from_sweep_dir`
+  list_kinds(), get_kind(name)                       the registry (`rendering/registry.py`, one module per kind)
   python -m harness report <sweep-id | sweep folder | parent-run-id> [--kind ...]   (`cli.py`)
 
 Importing this package is cheap: matplotlib, mlflow and torch load only when a report is built.

@@ -3,8 +3,8 @@ checks, `check: true`, are reported but do not hold the study), a precondition f
 "not testable here"), or the budget (runs and/or minutes) is spent. A design with a `pilot:` runs its
 pilot seeds first: a precondition that fails on them ends the study "not testable here" before any main run;
 otherwise the pilot's spread plans the seeds per arm for the power target at the SESOI, up to the budget's
-cap, and the main rounds are refused when even the cap falls short (harness/reports/pilot.py), unless the
-design says `underpowered: accepted`.
+cap, and the main rounds are refused when even the cap falls short (harness/reports/evidence/pilot.py), unless
+the design says `underpowered: accepted`.
 
 Round j runs seeds [n_{j−1}, n_j) of every grid (n_j = the j-th planned look, `sequential.looks`) into the
 same sweep folder, then evaluates the declared tests on everything so far at that look's share of α
@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional
 
+import yaml
+
+from harness.infra.atomic_file import write_text_atomically
 from harness.reports.evidence import pilot, preconditions
 from harness.reports.results.collect import collect
 from harness.reports.evidence.decisions import evaluate, jobs_per_seed, overall
@@ -36,6 +39,13 @@ from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs
 from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
+
+
+def save_plan(sweep_dir, max_seeds: int, declared: int) -> None:
+    """The pilot's plan in the sweep folder (evidence/pilot.py PLAN_FILE), which the later rounds, a continued
+    study and the reports read back (`pilot.planned`)."""
+    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+    write_text_atomically(Path(sweep_dir) / pilot.PLAN_FILE, yaml.safe_dump(pilot.plan_record(max_seeds, declared)))
 
 
 def decided(outcomes) -> bool:
@@ -75,7 +85,7 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
         print(f"sweep {spec.name}: underpowered, run anyway (underpowered: accepted)")
     if not refused:
         print(f"sweep {spec.name}: the pilot plans {seeds} seeds per arm (cap {cap})")
-        pilot.save_plan(sweep_dir, seeds, cap)
+        save_plan(sweep_dir, seeds, cap)
     return store, worst, refused, pilot.with_max_seeds(spec, seeds), None
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
 from harness.algorithms import default_params, list_objectives, validate_params
 from harness.config.overrides import expand_sweep
@@ -56,11 +57,15 @@ def test_every_launcher_choice_sets_its_entrys_settings_and_plugin(entry):
     with hydra_session():
         config = compose_config([f"launcher={entry.name}"])
     assert {key: config.launcher[key] for key in entry.settings} == dict(entry.settings)
+    assert config.launcher.cluster == entry.cluster
     node = config.hydra.launcher
     assert node._target_ == f"hydra_plugins.harness_launcher.plugins.{entry.class_name}"
+
+    def meant(value):  # "${launcher.workers}": the run config's value
+        return OmegaConf.select(config, value[2:-1]) if str(value).startswith("${") else value
+
     assert {key: node[key] for key in entry.hydra_settings} == {
-        key: config.launcher.workers if value == "${launcher.workers}" else value
-        for key, value in entry.hydra_settings.items()}
+        key: meant(value) for key, value in entry.hydra_settings.items()}
     assert config.hydra.runtime.choices["hydra/launcher"] == entry.hydra_config
 
 

@@ -132,11 +132,13 @@ def test_a_pilot_whose_spread_the_cap_cannot_carry_plans_the_cap_and_is_refused(
 def test_a_saved_plan_sets_the_looks_the_reports_test_at(tmp_path, monkeypatch):
     """The reports read the sweep folder's plan: a study planned at 6 seeds spends all of α by its 6th seed."""
     from harness.reports.evidence.decisions import look_alpha
+    from harness.sweeps.adaptive import save_plan
 
     spec = _spec(tmp_path, monkeypatch)
     folder = tmp_path / "sweep"
     assert pilot.planned(spec, folder) is spec  # no plan saved: the declared cap
-    pilot.save_plan(folder, 6, 12)
+    save_plan(folder, 6, 12)
+    assert (folder / pilot.PLAN_FILE).read_text() == "cap: 12\nmax_seeds: 6\n"  # the file as earlier studies have it
     planned = pilot.planned(spec, folder)
     assert planned.design.max_seeds(2) == 6 and spec.design.max_seeds(2) == 12
     assert look_alpha(planned, 6) > look_alpha(spec, 6)

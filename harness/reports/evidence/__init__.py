@@ -1,6 +1,6 @@
-"""Deciding: what a named sweep's runs show, returned as data. Nothing here writes a page or draws a figure
-(harness/reports/rendering does); the one file written is the pilot's plan (`pilot.save_plan`), the study's
-state that its later rounds and its reports read back.
+"""Deciding: what a named sweep's runs show, returned as data. Nothing here writes a file: pages and figures
+are harness/reports/rendering's, and the pilot's plan (`pilot.plan_record`), the study's state that its later
+rounds and its reports read back, is written by the study (harness/sweeps/adaptive.py: `save_plan`).
 
 The named-sweep file format (`sweep_file` reads and checks it, `sweep_spec` is the sweep it describes) and its
 design parser (`design`, `design_gates`): the declared tests, preconditions, pilot and budget. On the runs:

@@ -1,6 +1,6 @@
-"""What two sweeps share and how they differ, for the compare page (`compare.py`): their cells (objective × the
-settings either sweep varies, seeds being the replicates), each cell's final accuracy in both with the difference
-B − A, and the settings in which the sweeps' runs differ.
+"""What two sweeps share and how they differ, for the compare page (`rendering/compare.py`): their cells
+(objective × the settings either sweep varies, seeds being the replicates), each cell's final accuracy in both
+with the difference B − A, and the settings in which the sweeps' runs differ.
 
 A cell's difference is paired over the seeds both sweeps ran in it (same seed, same cell settings; the sweeps'
 own differences, listed beside, apply to every pair) when there are at least 2 of them, else Welch over each

@@ -1,6 +1,6 @@
 """The declared tests of a named sweep (`tests:` in sweeps/<name>.yaml, see design.py),
 evaluated on its runs. Every report that decides something (the claim kinds, `decisions`) goes through here,
-so they share one statistics core (`inference.py`) and one set of words; the page they get is drawn by
+so they share one statistics core (`harness/stats/inference.py`) and one set of words; the page they get is drawn by
 harness/reports/rendering/decisions_section.py.
 
 Per test: the contrast's estimate with its interval at the look's α, the p-values for the claim and

@@ -23,7 +23,7 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
                                          # | rate_difference (2 arms, collapsed; noninferior: the rate
                                          #   difference against −SESOI, exact: harness/stats/rate_difference.py)
                                          # | exact (valid when some runs collapse: harness/stats/robust.py)
-                                         # | sign (the median per-seed contrast, exact sign tests: robust.py)
+                                         # | sign (the median per-seed contrast, exact sign tests: stats/robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
     preconditions:                       # regime checks that gate the verdict (preconditions.py)
       - name: the mismatch is LLM-like   # the claim's cause is present

@@ -14,8 +14,8 @@ this power too, or its study ends undecided.
 
 The pilot sets the seed budget: the main study plans the fewest seeds per arm (whole rounds, at most the
 declared `budget.max_seeds` and run budget, which become a cap) at which every test reaches the power target,
-and its looks and α spending follow that plan (saved in the sweep folder, PLAN_FILE, so the reports and a
-continued study use the same looks). Where even the cap is below the target the main runs are refused, unless
+and its looks and α spending follow that plan (`plan_record`, which the study saves in its sweep folder as
+PLAN_FILE, so the reports and a continued study use the same looks). Where even the cap is below the target the main runs are refused, unless
 the design says `underpowered: accepted` (it then plans the cap; the power is printed either way).
 The pilot's runs are reported, never tested: `decisions.evaluate` leaves their seeds out.
 """
@@ -157,9 +157,9 @@ def with_max_seeds(spec, max_seeds: int):
     return dataclasses.replace(spec, design=dataclasses.replace(spec.design, budget=budget))
 
 
-def save_plan(sweep_dir, max_seeds: int, declared: int) -> None:
-    Path(sweep_dir).mkdir(parents=True, exist_ok=True)
-    (Path(sweep_dir) / PLAN_FILE).write_text(yaml.safe_dump({"max_seeds": int(max_seeds), "cap": int(declared)}))
+def plan_record(max_seeds: int, declared: int) -> dict:
+    """What the sweep folder's PLAN_FILE holds (the sweeps layer writes it: harness/sweeps/adaptive.py)."""
+    return {"max_seeds": int(max_seeds), "cap": int(declared)}
 
 
 def saved_plan(sweep_dir) -> Optional[dict]:

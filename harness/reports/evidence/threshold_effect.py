@@ -1,5 +1,5 @@
 """Does a threshold (δ, ε, α …) matter? A decision on the outcomes of one objective run at several values of
-its threshold, on the statistics core (`inference.py`, `rates.py`).
+its threshold, on the statistics core (harness/stats/: `inference.py`, `rates.py`).
 
 Every pair of threshold values gives a contrast c = mean(a) − mean(b), paired over the seeds both share
 (else Welch). Three one-sided questions per pair at level α:

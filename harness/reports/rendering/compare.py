@@ -1,6 +1,6 @@
 """`python -m harness report A B`: one page comparing two sweeps — their shared cells' final accuracy side by side
 with 95% intervals and the difference B − A with its interval, each sweep's verdicts, how their settings differ
-and what one has that the other lacks (`compare_cells.py` computes; this module lays out the page)."""
+and what one has that the other lacks (`evidence/compare_cells.py` computes; this module lays out the page)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The `report` command once its arguments are read (`cli.py`): list the sweeps under the output root, or
+"""The `report` command once its arguments are read (harness/reports/cli.py): list the sweeps under the output root, or
 check the target and build its reports."""
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from harness.config.profiles import profile_for
 from harness.trainers.verl.options import VerlOptions
 from harness.trainers.verl.presets import DatasetPreset, Source, dataset_preset, parse_hub_ref
-from harness.trainers.verl.site import CLUSTER_LAUNCHERS, site
+from harness.trainers.verl.site import on_cluster, site
 from harness.trainers.verl.staging import staged_model, staged_source
 
 
@@ -55,8 +55,8 @@ PRECISIONS: Dict[str, Precision] = {
 
 
 def cluster(cfg, options: VerlOptions) -> Cluster:
-    """Slurm runs: the allocation the launcher profile asks for; local runs: this machine."""
-    if cfg.launcher.name in CLUSTER_LAUNCHERS:
+    """Cluster runs: the allocation the launcher profile asks for; local runs: this machine."""
+    if on_cluster(cfg):
         profile = profile_for(cfg.launcher)
         shape = Cluster(profile.nodes, profile.gpus_per_node, f"launcher profile {cfg.launcher.profile!r}",
                         profile.cpus_per_task, profile.mem_gb)

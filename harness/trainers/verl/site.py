@@ -1,9 +1,10 @@
 """Where a verl run executes (torch-free): the verl environment, the staged models and data, whether the
 nodes reach the hub, and the memory of one GPU.
 
-Slurm runs read these from the launcher profile (`verl_python`, `stage_dir`, `offline`, `gpu_memory_gb`);
-local runs from the environment (`HARNESS_STAGE_DIR`, `HF_HUB_OFFLINE`) and `trainer.verl.*`. The explicit
-`trainer.verl.python` (or `$HARNESS_VERL_PYTHON`) wins over the profile's `verl_python`.
+Runs on a cluster (their launcher's entry names one: `launcher.cluster`) read these from the launcher profile
+(`verl_python`, `stage_dir`, `offline`, `gpu_memory_gb`); local runs from the environment (`HARNESS_STAGE_DIR`,
+`HF_HUB_OFFLINE`) and `trainer.verl.*`. The explicit `trainer.verl.python` (or `$HARNESS_VERL_PYTHON`) wins over
+the profile's `verl_python`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from typing import Optional
 from harness.config.profiles import profile_for
 from harness.trainers.verl.options import VerlOptions
 
-CLUSTER_LAUNCHERS = ("slurm", "submitit_local")
 TRUE = ("1", "true", "yes", "on")
 
 
@@ -36,8 +36,13 @@ def interpreter(path: str) -> str:
     return str(p / "bin" / "python") if p.is_dir() else path
 
 
+def on_cluster(cfg) -> bool:
+    """Whether the run's jobs go to a cluster, with a launcher profile's resources (its launcher's entry says)."""
+    return cfg.launcher.get("cluster") is not None
+
+
 def site(cfg, options: VerlOptions) -> Site:
-    if cfg.launcher.name in CLUSTER_LAUNCHERS:
+    if on_cluster(cfg):
         profile = profile_for(cfg.launcher)
         name = f"launcher profile {cfg.launcher.get('profile') or 'test_cluster'!r}"
         python, source = (options.python, "trainer.verl.python") if options.python else \

@@ -1,6 +1,6 @@
 """stability: per variant (objective × precision × the sweep's other axes; replicates are seeds only),
 mismatch growth, entropy, gradient norm and accuracy over time, and automatic collapse detection
-(`collapse.py`) with the step each run collapsed at and the detector's false-alarm rate on fp32 runs of
+(harness/stats/collapse.py) with the step each run collapsed at and the detector's false-alarm rate on fp32 runs of
 objectives with a trust region, every objective of the sweep accounted for. With one precision it says so and compares the other axes instead."""
 from __future__ import annotations
 
