@@ -43,7 +43,8 @@ def print_dry_run(jobs: Sequence[Job]) -> bool:
 
 def _check_cluster(specs: List[DictConfig]) -> None:
     """Things only the cluster can answer, asked before anything is submitted."""
-    for partition in sorted({profile_for(s.launcher).partition for s in specs if s.launcher.name == "slurm"} - {None}):
+    on_slurm = [s for s in specs if s.launcher.get("cluster") == "slurm"]
+    for partition in sorted({profile_for(s.launcher).partition for s in on_slurm} - {None}):
         check_partition(partition)
     if any(s.trainer.name == "verl" for s in specs):
         check_runs(specs)  # the verl environment each run names imports verl and ray at the expected versions
