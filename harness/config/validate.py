@@ -9,7 +9,7 @@ import ipaddress
 import math
 import os
 import re
-from typing import Any, Callable, Iterable, Iterator, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Tuple
 from urllib.parse import urlparse
 
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
@@ -149,6 +149,16 @@ def check_tracking_reachable(cfg: DictConfig) -> None:
                       f"node {host} is the node itself, so its metrics would only spool; set "
                       f"tracking.uri=http://<login-node>:5000 (python -m harness server --host 0.0.0.0 there), or "
                       f"launcher.allow_loopback_tracking=true if the cluster is this machine")
+
+
+def kept_settings(launcher: str, settings: Mapping[str, Any]) -> Callable[[DictConfig], None]:
+    """A check that a run config keeps the `launcher.*` values launcher `launcher` sets itself."""
+    def check(cfg: DictConfig) -> None:
+        for key, value in settings.items():
+            if cfg.launcher.get(key) != value:
+                raise ConfigError(f"launcher.{key}={cfg.launcher.get(key)!r} is not allowed: launcher={launcher} "
+                                  f"sets it ({value!r}); choose the launcher instead")
+    return check
 
 
 def check_profile(cfg: DictConfig) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field, fields, make_dataclass
-from functools import partial
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, get_type_hints
 
 from omegaconf import DictConfig
 
 from harness.config.errors import ConfigError
 from harness.config.schema import register_schemas as register_run_schemas
-from harness.config.validate import check_builtin_memory_here, check_profile, check_tracking_reachable
+from harness.config.validate import check_builtin_memory_here, check_profile, check_tracking_reachable, kept_settings
 
 PLUGIN_MODULE = "hydra_plugins.harness_launcher.plugins"  # Hydra instantiates plugins from this package only
 Check = Callable[[DictConfig], None]
@@ -116,14 +115,8 @@ def entry_for(name: str) -> LauncherEntry:
 def checks_for(name: str) -> Tuple[Check, ...]:
     """The checks a run config selecting launcher `name` gets (handed to validation by the composer)."""
     entry = entry_for(name)
-    return (partial(_cluster_is_the_entrys, entry), *entry.checks)
-
-
-def _cluster_is_the_entrys(entry: LauncherEntry, cfg: DictConfig) -> None:
-    """`launcher.cluster` says what the selected launcher is; an override would make the layers below disagree."""
-    if cfg.launcher.get("cluster") != entry.cluster:
-        raise ConfigError(f"launcher.cluster={cfg.launcher.get('cluster')!r} is not allowed: launcher={entry.name} "
-                          f"sets it ({entry.cluster!r}); choose the launcher instead")
+    # `launcher.cluster` says what the selected launcher is: an override would make the layers below disagree
+    return (kept_settings(entry.name, {"cluster": entry.cluster}), *entry.checks)
 
 
 def plugin_class_named(class_name: str) -> type:
