@@ -69,7 +69,8 @@ def trl_trainer(builtin, steps: int, root: Path, callback):
     from harness.trainers.builtin.tokenizer import BOS, build_tokenizer
 
     t, task = builtin.t, builtin.task
-    problems = task.sample_train(np.random.default_rng(builtin.members[0].spec.seed + 1), t.prompts_per_step * (steps + 2))
+    seed = builtin.members[0].spec.seed
+    problems = task.sample_train(np.random.default_rng(seed + 1), t.prompts_per_step * (steps + 2))
     # The built-in trainer prepends <bos> itself; TRL tokenizes the prompt text, where "<bos>" is the special token.
     dataset = Dataset.from_dict({"prompt": [BOS + p.prompt for p in problems], "answer": [p.answer for p in problems]})
 

@@ -31,10 +31,10 @@ def parameter_count(model: DictConfig) -> int:
     return model.num_layers * (attention + mlp)
 
 
-def kv_cache_bytes(model: DictConfig, t: DictConfig) -> int:
-    """The rollout's key/value cache of one step (`t`: the run's `trainer` node)."""
-    sequences = t.prompts_per_step * t.group_size
-    tokens = PROMPT_TOKENS + (t.max_new_tokens or 0)
+def kv_cache_bytes(model: DictConfig, trainer: DictConfig) -> int:
+    """The rollout's key/value cache of one step."""
+    sequences = trainer.prompts_per_step * trainer.group_size
+    tokens = PROMPT_TOKENS + (trainer.max_new_tokens or 0)
     head_dim = model.hidden_size // model.num_heads
     return sequences * tokens * model.num_layers * 2 * model.num_kv_heads * head_dim * FLOAT_BYTES
 
@@ -48,14 +48,13 @@ def check_builtin_memory(model: DictConfig, trainer: DictConfig) -> None:
     cache = kv_cache_bytes(model, trainer)
     if weights + cache <= available:
         return
-    m, t = model, trainer
     if weights >= cache:
-        keys = (f"model.hidden_size={m.hidden_size}, model.intermediate_size={m.intermediate_size}, "
-                f"model.num_layers={m.num_layers}")
+        keys = (f"model.hidden_size={model.hidden_size}, model.intermediate_size={model.intermediate_size}, "
+                f"model.num_layers={model.num_layers}")
         what = "its parameters, gradients and optimizer state"
     else:
-        keys = (f"trainer.max_new_tokens={t.max_new_tokens}, trainer.prompts_per_step={t.prompts_per_step}, "
-                f"trainer.group_size={t.group_size}")
+        keys = (f"trainer.max_new_tokens={trainer.max_new_tokens}, "
+                f"trainer.prompts_per_step={trainer.prompts_per_step}, trainer.group_size={trainer.group_size}")
         what = "the rollout's key/value cache"
     raise ConfigError(f"{keys}: the built-in trainer would need at least {_gib(weights + cache)} of memory for "
                       f"{what}, more than this machine's {_gib(available)}; choose a smaller shape")

@@ -186,7 +186,8 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
         trim_metrics(run_dir, step)  # the steps after the checkpoint are computed again, and recorded once
         resumed = f"resumed from step {step} of {spec.trainer.steps}, "
         run_log.info("run %s: resumed from its checkpoint at step %d (%s)", name, step, spec.trainer.resume)
-    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir, resume_run_id=resumed_run_id(spec.trainer.get("resume")))
+    tracker = open_tracker(spec, run_dir, run_name=name, sweep_dir=sweep_dir,
+                           resume_run_id=resumed_run_id(spec.trainer.get("resume")))
     line = f"run {name}: {resumed}{tracker.where()}"
     if sweep_dir is None or resumed or verbose():  # a sweep's runs: one line for them all, but each resume said
         print(line, flush=True)

@@ -143,8 +143,7 @@ def _hydra_launcher_schema(entry: LauncherEntry) -> type:
 def _group_node(entry: LauncherEntry) -> Dict[str, Any]:
     """What conf/launcher/<name>.yaml held: a global package overriding hydra/launcher and setting `launcher`."""
     node: Dict[str, Any] = {"defaults": [{"override /hydra/launcher": entry.hydra_config}],
-                            "launcher": {"name": entry.name, "cluster": entry.cluster,
-                                                                  **entry.settings}}
+                            "launcher": {"name": entry.name, "cluster": entry.cluster, **entry.settings}}
     if entry.hydra_settings:
         node["hydra"] = {"launcher": dict(entry.hydra_settings)}
     return node

@@ -1,11 +1,10 @@
 """Trainer backends, selected by `trainer=<name>`. A backend is a class with `train() -> final metrics`,
-built (by the job, from `trainer_class`) from the validated run config, its run folder and its tracker, and may register its own checks of a run
-config (`checks_for`: validation runs them, handed in by the layer that validates). Registered by import path
+built (by the job, from `trainer_class`) from the validated run config, its run folder and its tracker, and may
+register its own checks of a run config (`checks_for`: validation runs them, handed in by the layer that validates). Registered by import path
 so that composing a config never imports torch."""
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from typing import Any, Callable, List
 
 TRAINERS = {

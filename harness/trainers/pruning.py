@@ -19,7 +19,8 @@ def make_pruner(prune: bool, n_startup_trials: int, n_warmup_steps: int):
     return optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=n_warmup_steps)
 
 
-def pruning_hook(opt: Optional[DictConfig], metric: str = "eval/accuracy") -> Optional[Callable[[int, Dict[str, float]], None]]:
+def pruning_hook(opt: Optional[DictConfig],
+                 metric: str = "eval/accuracy") -> Optional[Callable[[int, Dict[str, float]], None]]:
     """A callback for each evaluation, or None when the run is not an Optuna trial (`opt`: the run's `optuna`
     node, set by sweeper=optuna)."""
     if not opt or opt.get("trial_id") is None:

@@ -97,7 +97,8 @@ def test_a_resumed_run_skips_the_steps_the_store_has(tmp_path):
     (checkpoints / "last.json").write_text(json.dumps({"step": 4, "run_id": first.run_id}))
 
     resumed = _config(tmp_path, f"trainer.resume={tmp_path / 'first'}")
-    again = open_tracker(resumed, tmp_path / "again", run_name="resumed", resume_run_id=resumed_run_id(resumed.trainer.get("resume")))
+    again = open_tracker(resumed, tmp_path / "again", run_name="resumed",
+                         resume_run_id=resumed_run_id(resumed.trainer.get("resume")))
     _log(again, range(5, 10))  # steps 5 and 6 recomputed after the checkpoint, then new ones
     again.finish("FINISHED")
     assert again.run_id == first.run_id and again.skip_through_step == 6

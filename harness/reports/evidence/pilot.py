@@ -15,7 +15,8 @@ this power too, or its study ends undecided.
 The pilot sets the seed budget: the main study plans the fewest seeds per arm (whole rounds, at most the
 declared `budget.max_seeds` and run budget, which become a cap) at which every test reaches the power target,
 and its looks and α spending follow that plan (`plan_record`, which the study saves in its sweep folder as
-PLAN_FILE, so the reports and a continued study use the same looks). Where even the cap is below the target the main runs are refused, unless
+PLAN_FILE, so the reports and a continued study use the same looks). Where even the cap is below the target
+the main runs are refused, unless
 the design says `underpowered: accepted` (it then plans the cap; the power is printed either way).
 The pilot's runs are reported, never tested: `decisions.evaluate` leaves their seeds out.
 """

@@ -4,8 +4,8 @@ Each member is a complete run (`member.Member`); members share only the shape of
 architecture, dataset, batch sizes, sequence lengths, steps, precision preset, optimizer settings) and may
 differ in seed, objective and its parameters, sampling temperature, advantage estimator, loss aggregation,
 grad clip, warm-start seed and mismatch scale. It is the only RL step of the built-in trainer (a run alone
-is the ensemble of one, `loop.SoloTrainer`). Every step does, for all members at once: sample prompts (each member's own data stream), generate with the
-rollout engine (each member's own sampling stream), recompute π', take `mini_batches` optimizer steps
+is the ensemble of one, `loop.SoloTrainer`). Every step does, for all members at once: sample prompts (each
+member's own data stream), generate with the rollout engine (each member's own sampling stream), recompute π', take `mini_batches` optimizer steps
 (loss, grad clip and metrics per member, computed for all members at once, the objectives grouped by kind:
 `batched_loss.py`; one backward and one AdamW step over the stacked parameters, which are elementwise per
 member; the step's numbers copied to the host once: `step_tensors.host_metrics`). Everything lives on
