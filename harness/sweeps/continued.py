@@ -142,8 +142,8 @@ def run_sweep(config: DictConfig, size: Optional[int], launch: Callable[[], Retu
               continuable: bool = False, named: bool = False) -> Returned:
     """Run `launch` (the sweep's launches: it returns what the launcher returned) inside the sweep's session;
     `config` is the sweep's (Hydra's primary config), `size` its job count. Returns what `launch` returned.
-    continuable: record the sweep's command, so that re-running it continues the sweep if it stops
-    (harness/sweeps/continued.py). named: a named sweep's grids (harness/sweeps/grid_runs.py), which join the
+    continuable: record the sweep's command, so that re-running it continues the sweep if it stops (see the
+    module's docstring). named: a named sweep's grids (harness/sweeps/grid_runs.py), which join the
     parent run an earlier call opened in the folder and leave it open, and whose reports the named sweep builds."""
     claim_folder(config, "hydra.sweep.dir", "sweep folder")
     try:
