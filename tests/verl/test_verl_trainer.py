@@ -114,12 +114,16 @@ def test_resume_from_another_run_points_verl_at_its_checkpoint(tmp_path):
 def test_killing_the_job_stops_the_script(tmp_path, monkeypatch):
     pid_file = tmp_path / "pid"
     t = make_trainer(tmp_path, f"echo $$ > {pid_file}\nsleep 600 &\nwait\n")
-    calls = {"n": 0}
+    calls = {"n": 0, "interrupted": False}
+    real_sleep = time.sleep
 
-    def interrupt(_seconds):
+    def interrupt(seconds):
         calls["n"] += 1
+        if calls["interrupted"]:  # one Ctrl-C: the trainer's stop (its waits sleep through `time` too) runs whole
+            return real_sleep(seconds)
         # The shell creates the file before it writes its pid: wait for the whole line.
         if pid_file.is_file() and pid_file.read_text().endswith("\n") and calls["n"] > 2:
+            calls["interrupted"] = True
             raise KeyboardInterrupt
 
     monkeypatch.setattr(trainer_module.time, "sleep", interrupt)
