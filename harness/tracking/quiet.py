@@ -4,7 +4,11 @@ MLflow logs INFO lines of its own (`Creating initial MLflow database tables...`,
 a handler it installs at import; its level comes from MLFLOW_LOGGING_LEVEL. The harness makes that WARNING
 unless the user asked for more: `-v` on the command line (Hydra's `hydra.verbose=harness`, which sets the
 `harness` logger to DEBUG in every process that runs a job), HARNESS_LOG_LEVEL=INFO / DEBUG (or set
-MLFLOW_LOGGING_LEVEL themselves)."""
+MLFLOW_LOGGING_LEVEL themselves).
+
+Every other library (matplotlib and its fontTools, urllib3, PIL, …) logs through the root logger, which
+conf/config.yaml's `hydra_logging` and `job_logging` keep at WARNING (Hydra's defaults put it at INFO: a report's
+PDF figures then printed hundreds of fontTools font-subsetting lines); the harness's own loggers are at INFO."""
 from __future__ import annotations
 
 import logging
@@ -34,6 +38,7 @@ def quiet_libraries() -> None:
     level = _asked_level()
     if level:  # asked for on this command line: wins over an MLFLOW_LOGGING_LEVEL inherited from a parent
         os.environ[MLFLOW_LEVEL_ENV] = level
+        logging.getLogger().setLevel(level)  # the libraries' loggers too (conf/config.yaml keeps them at WARNING)
         if "mlflow" in sys.modules:
             logging.getLogger("mlflow").setLevel(level)
         return

@@ -48,7 +48,8 @@ def cache_folder(output_root: str, cache_dir: Optional[str]) -> Path:
     return Path(cache_dir).expanduser() if cache_dir else Path(output_root).expanduser() / ".harness" / "cache"
 
 
-def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait: bool = True) -> dict:
+def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait: bool = True,
+               announce=None) -> dict:
     """Train `model` in place on the task's train split (loss on answer tokens and `<eos>` only), or load the cache.
 
     cfg: any object with `steps`, `batch_size`, `lr` (AdamW, constant rate) and optionally `target_accuracy`
@@ -60,7 +61,8 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait:
     written to a temporary file and renamed, so concurrent processes warming the same config never read a partial
     file. A miss is trained under a lock per key (`cache_dir/.<key>.lock`): of the processes that miss the same key
     at once, one trains it and the others load its entry; with `wait=False` a key another process is training
-    raises `LockHeld` at once (an ensemble warms its other members meanwhile).
+    raises `LockHeld` at once (an ensemble warms its other members meanwhile). `announce()`, if given, is called
+    just before this process trains (once per training, in the one process that trains it).
     Returns {"warmstart/cache_hit": 0|1, "warmstart/loss": mean train loss of the last 10 steps (nats per answer
     token), "warmstart/steps": steps trained, "warmstart/probe_accuracy": last probe accuracy (NaN without a
     target), "warmstart/seconds": wall time of this call, "warmstart/train_seconds": time the training took}.
@@ -77,6 +79,8 @@ def warm_start(model, tokenizer, task, cfg, cache_dir: Path, seed: int, *, wait:
             if _entry_version(path) not in (None, seen):  # another process trained it while we waited
                 cached = _load_cached(path, model)
             if cached is None:
+                if announce is not None:
+                    announce()
                 stats = _train(model, tokenizer, task, cfg, seed)
                 stats["warmstart/train_seconds"] = time.perf_counter() - started
                 _store(path, model, stats)

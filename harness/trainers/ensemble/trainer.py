@@ -121,13 +121,15 @@ class EnsembleTrainer:
         model = build_model(member.spec.model, vocab_size=len(self.tokenizer), seed=member.t.warmstart.seed)
         cache_dir, seed = cache_folder(member.spec.output_root, member.spec.cache_dir), member.t.warmstart.seed
         key = warmstart_key(model, self.tokenizer, self.task, member.t.warmstart, seed)
-        if key not in self._announced and not (cache_dir / f"{key}.pt").exists():
-            self._announced.add(key)  # the first run of a task and model trains its base model: say so, once
-            print(f"warm start: the base model for {member.spec.dataset.name} (warm-start seed {seed}) is trained "
-                  f"once and cached in {cache_dir}", flush=True)
+        def announce() -> None:  # the process that trains a task's base model says so, once (not its waiters)
+            if key not in self._announced:
+                self._announced.add(key)
+                print(f"warm start: the base model for {member.spec.dataset.name} (warm-start seed {seed}) is "
+                      f"trained once and cached in {cache_dir}", flush=True)
+
         try:
             stats = warm_start(model, self.tokenizer, self.task, member.t.warmstart, cache_dir=cache_dir, seed=seed,
-                               wait=wait)
+                               wait=wait, announce=announce)
         except LockHeld:
             return False
         self.model.load_member(member.index, model.state_dict())
