@@ -165,6 +165,13 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
+    from harness.config.errors import ConfigError  # imports nothing
+    from harness.config.mistakes import check_command  # standard library only
+
+    try:  # a misspelt command: one line with the nearest command, not an override Hydra cannot parse
+        check_command(argv, ["run", "multirun", "help", *TOOLS])
+    except ConfigError as err:
+        return _fail(str(err))
     # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued;
     # --plan: what would run, printed once every job is validated (harness/launchers/plan.py); -v: an override
     options, argv = read_flags(argv + verbose)
@@ -172,12 +179,14 @@ def run_cli(argv: List[str]) -> int:
     launches = checks and not options.plan
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
-    args = parse_hydra_args(argv)
+    try:
+        args = parse_hydra_args(argv)  # an override written as an option: one line, not Hydra's usage
+    except ConfigError as err:
+        return _fail(str(err))
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
-    from harness.config.errors import ConfigError
     from harness.launchers.compose import check_overrides, check_sweep_config, preflight_jobs
 
     try:

@@ -28,6 +28,7 @@ def group_options(group: str) -> List[str]:
 
 
 MOST_CHANGED = 0.4  # a name is offered when at most this share of the longer of the two names is changed
+MIN_PREFIX = 3  # a word this long that begins a name offers it (`sort` -> `sorting`)
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -47,13 +48,14 @@ def edit_distance(a: str, b: str) -> int:
 
 def nearest_names(word: str, candidates: Sequence[str]) -> List[str]:
     """The candidates closest to a mistyped word by edit distance (relative to the longer name, ignoring
-    case), every one equally close, in the candidates' order; [] when none is close."""
+    case), every one equally close, in the candidates' order; else the names the word begins (at least
+    MIN_PREFIX characters); [] when none is close."""
     word = str(word)
     scored = [(edit_distance(word.lower(), str(c).lower()) / max(len(word), len(str(c)), 1), str(c))
               for c in candidates]
     best = min((score for score, _ in scored), default=1.0)
-    if best > MOST_CHANGED:
-        return []
+    if best > MOST_CHANGED:  # a name cut short (`sort` for `sorting`): the names it begins, if it begins any
+        return [str(c) for c in candidates if len(word) >= MIN_PREFIX and str(c).lower().startswith(word.lower())]
     return [name for score, name in scored if score == best]
 
 

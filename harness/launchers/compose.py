@@ -22,6 +22,7 @@ from harness.config.compose_errors import describe_composition_error, parse_over
 from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
+from harness.config.mistakes import refuse_group_lists
 from harness.config.overrides import expand_sweep, fixed_overrides
 from harness.config.validate import validate
 from harness.launchers.registry import checks_for as launcher_checks, store_configs
@@ -128,6 +129,7 @@ def check_overrides(overrides: Sequence[str], multirun: bool, any_size: bool = F
     """What the command line alone can refuse (ConfigError, one line): an override that does not parse, a key
     given twice, the environment's knobs, a grid too large to expand (any_size: `--yes`, none is)."""
     parsed = parse_overrides(overrides)
+    refuse_group_lists(parsed, multirun)
     refuse_duplicates(parsed)
     check_environment()
     if multirun:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import List, Tuple
 
+from harness.config.errors import ConfigError  # imports nothing
 from harness.config.flags import (HARNESS_FLAGS, INFORMING_FLAGS, NEW_SWEEP_FLAG, PLAN_FLAG, VERBOSE_FLAGS,
                                   VERBOSE_OVERRIDE, YES_FLAG, Options)
 
@@ -29,4 +30,10 @@ def informs_only(argv: List[str]) -> bool:
 def parse_hydra_args(argv: List[str]) -> argparse.Namespace:
     from hydra._internal.utils import get_args_parser  # loaded with the command line, not on every plugin scan
 
-    return get_args_parser().parse_args(argv)
+    args, unknown = get_args_parser().parse_known_args(argv)
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags:  # Hydra's parser would print its 8-line usage naming __main__.py
+        from harness.config.mistakes import unknown_flag
+
+        raise ConfigError(unknown_flag(flags[0]))
+    return get_args_parser().parse_args(argv) if unknown else args  # argparse's own words for the rest
