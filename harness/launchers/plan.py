@@ -140,12 +140,19 @@ def plan_lines(launcher, jobs: Sequence[Job], continued: Optional[Path] = None,
     lines = [f"jobs: {len(jobs)} (launcher={name})", _skipped_line(jobs, plans),
              f"to train: {len(to_train)} run{'s' if len(to_train) != 1 else ''}"
              + (f", {resumed} resuming from their checkpoints" if resumed else ""),
-             f"ensembles: {grouping(layout.groups)}{'' if layout.where.startswith(',') else ' '}{layout.where}"
-             + (" (skipped members drop out when they start)" if len(to_train) < len(plans) else "")]
+             _ensembles_line(layout, plans)]
     root = output_root(jobs[0].spec)
     lines.append(f"folder: continues the stopped sweep {continued}" if continued is not None else
                  f"folder: {folder}" if folder is not None else f"folder: a new folder under {root}")
     return lines + _estimate(jobs, plans, layout) + _cluster_lines(launcher, jobs, layout)
+
+
+def _ensembles_line(layout, plans: List[JobPlan]) -> str:
+    """How the runs that train group (the launcher's groups without the members skip-finished drops)."""
+    groups = [kept for kept in ([i for i in group if plans[i].steps > 0] for group in layout.groups) if kept]
+    if not groups:
+        return "ensembles: none (nothing to train)"
+    return f"ensembles: {grouping(groups)}{'' if layout.where.startswith(',') else ' '}{layout.where}"
 
 
 def launcher_for(jobs: Sequence[Job]) -> HarnessLauncher:

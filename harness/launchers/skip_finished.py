@@ -4,6 +4,7 @@ same experiment with the same code (tag `harness.code_version`, see harness/infr
 other code as done."""
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Optional
 
@@ -38,10 +39,7 @@ def finished_twin(cfg: DictConfig) -> Optional[str]:
 def search_twin(uri: str, experiment: str, digest: str, version: Optional[str] = None) -> Optional[str]:
     """The newest active FINISHED run of `experiment` tagged with `digest` (and, given `version`, made by
     that code version)."""
-    from mlflow.tracking import MlflowClient
-
-    apply_client_defaults()
-    client = MlflowClient(tracking_uri=uri)
+    client = _client(uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         return None
@@ -51,3 +49,13 @@ def search_twin(uri: str, experiment: str, digest: str, version: Optional[str] =
     runs = client.search_runs([found.experiment_id], filter_string=query, max_results=1,
                               order_by=["attributes.start_time DESC"])
     return runs[0].info.run_id if runs else None
+
+
+@functools.lru_cache(maxsize=4)
+def _client(uri: str):
+    """One client per store for the process: a sweep's or a plan's many questions open the store once (its
+    opening, a second or more for a SQLite store on a busy machine, was most of a 48-job `--plan`)."""
+    from mlflow.tracking import MlflowClient
+
+    apply_client_defaults()
+    return MlflowClient(tracking_uri=uri)

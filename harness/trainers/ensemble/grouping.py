@@ -8,6 +8,7 @@ them."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -98,11 +99,17 @@ def room_of(device: str, ram: int, gpu: Optional[int]) -> Room:
     return Room(ram, False)
 
 
+def gpu_driver_here() -> bool:
+    """Whether this machine has a GPU driver torch could use (NVIDIA's or ROCm's device files): without one,
+    `trainer.device=auto` is the CPU, known without importing torch (5 s of a busy machine's `--plan`)."""
+    return any(os.path.exists(path) for path in ("/dev/nvidiactl", "/proc/driver/nvidia", "/dev/kfd"))
+
+
 def room_here(device: str) -> Room:
     """The room of an ensemble on `device` in this process: its CUDA device's free memory
     (`torch.cuda.mem_get_info`) when the device is CUDA and one is visible, else the RAM available now."""
     gpu = None
-    if device != "cpu":
+    if device != "cpu" and gpu_driver_here():
         import torch  # planning a CPU-only sweep loads no torch
 
         if torch.cuda.is_available():
