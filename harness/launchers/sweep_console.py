@@ -103,6 +103,10 @@ class SweepConsole:
                 self.err.write(text + "\n")
                 self.err.flush()
 
+    def width(self) -> Optional[int]:
+        """The characters a status line may have: the terminal's width less one (None off a terminal)."""
+        return _columns(self.err) - 1 if self.live else None
+
     def close(self) -> None:
         """Leave the terminal without a status line."""
         with self._lock:

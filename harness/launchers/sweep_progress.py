@@ -20,6 +20,7 @@ from typing import Callable, Iterator, List, Optional, Sequence
 
 from harness.launchers.output_relay import RelayServer
 from harness.launchers.sweep_console import LineRelay, SweepConsole
+from harness.launchers.sweep_eta import Eta
 
 TAIL_BYTES = 16384  # a step's line of metrics is ~2 KB
 STEP = re.compile(rb'\{"step": (\d+)')
@@ -101,20 +102,28 @@ def left_in_all(units: Sequence[Unit], workers: int) -> Optional[float]:
     return max(lefts, default=0.0) + turns * (sum(paced) / len(paced) if paced else 0.0)
 
 
-def describe(units: Sequence[Unit], elapsed: float, workers: int) -> str:
-    """One line: the sweep's time so far, runs ended, each running unit's step and time left, the time left."""
+def describe(units: Sequence[Unit], elapsed: float, workers: int, width: Optional[int] = None,
+             left: Optional[float] = None) -> str:
+    """One line, the overall state first (runs ended, the time left: `left`, else the units' estimate), then each
+    running unit's step and time left and the sweep's time so far, as far as `width` characters hold them."""
     runs = sum(len(u.folders) for u in units)
-    parts = [f"sweep {clock(elapsed)}", f"{sum(u.ended for u in units)}/{runs} runs ended"]
+    left = left_in_all(units, workers) if left is None else left
+    head = [f"{sum(u.ended for u in units)}/{runs} runs", f"about {clock(left)} left"]
     running = [u for u in units if not u.done]
-    for unit in running[:SHOWN_UNITS]:
-        if unit.step is None:
-            parts.append(f"{unit.label}: starting")
-        else:
-            parts.append(f"{unit.label}: step {unit.step}/{unit.steps}, {clock(unit.left_s())} left")
-    if len(running) > SHOWN_UNITS:
-        parts.append(f"{len(running) - SHOWN_UNITS} more")
-    parts.append(f"about {clock(left_in_all(units, workers))} left")
-    return " · ".join(parts)
+    parts = [f"{u.label}: starting" if u.step is None else
+             f"{u.label}: step {u.step}/{u.steps}, {clock(u.left_s())} left" for u in running[:SHOWN_UNITS]]
+    line, shown = " · ".join(head), 0
+    for part in parts:
+        after = len(running) - shown - 1
+        more = f" · {after} more" if after else ""
+        if width is not None and len(line) + 3 + len(part) + len(more) > width:
+            break
+        line, shown = line + " · " + part, shown + 1
+    hidden = len(running) - shown
+    more = f" · {hidden} {'more' if shown else 'running'}" if hidden else ""
+    line += more if width is None or len(line) + len(more) <= width else ""
+    so_far = f" · sweep {clock(elapsed)}"
+    return line + so_far if width is None or len(line) + len(so_far) <= width else line
 
 
 def units_of(groups: Sequence[Sequence[int]], folders: Sequence[Optional[Path]], steps: Sequence[int],
@@ -128,7 +137,7 @@ def units_of(groups: Sequence[Sequence[int]], folders: Sequence[Optional[Path]],
             continue
         if len(group) > 1:
             ensembles += 1
-            label = f"ensemble {ensembles} ({len(group)} runs)"
+            label = f"ensemble {ensembles}"  # its size is in the launch line
         else:
             label = f"run #{indices[group[0]]}"
         units.append(Unit(label, known, max(steps[p] for p in group)))
@@ -165,16 +174,19 @@ class Ticker:
         self.console.close()
 
 
-def progress_text(units: List[Unit], workers: int) -> Callable[[], str]:
-    """The units' status line, read afresh from their folders at each call."""
-    started = time.monotonic()
+def progress_text(units: List[Unit], workers: int, width: Callable[[], Optional[int]] = lambda: None
+                  ) -> Callable[[], str]:
+    """The units' status line, read afresh from their folders at each call, `width()` characters at most (None:
+    any), with the sweep's steady time left (harness/launchers/sweep_eta.py)."""
+    started, eta = time.monotonic(), Eta()
 
     def text() -> str:
         now = time.monotonic()
         for unit in units:
             if not unit.done:
                 read(unit, now)
-        return describe(units, now - started, workers)
+        left = eta.update(units, now, fallback=left_in_all(units, workers))
+        return describe(units, now - started, workers, width(), left)
     return text
 
 
@@ -187,7 +199,7 @@ def watching(units: Optional[List[Unit]], workers: int = 1, pool: bool = False) 
         return
     console = SweepConsole()
     server = RelayServer(console) if pool else None
-    ticker = Ticker(progress_text(units, workers), console)
+    ticker = Ticker(progress_text(units, workers, console.width), console)
     with routed(console):
         ticker.start()
         try:

@@ -55,10 +55,13 @@ def test_a_jobs_logging_keeps_libraries_at_warning_and_the_harness_at_info(tmp_p
 
 def test_a_small_sweep_and_its_rerun_print_only_the_harness_lines_in_a_terminal(run_harness):
     command = run_harness.argv("multirun", "algo=dppo,drpo", "seed=0,1", "debug=quick")
-    code, shown, _ = screen(command, run_harness.root, run_harness.env(), columns=80)
+    code, shown, raw = screen(command, run_harness.root, run_harness.env(), columns=80)
     assert code == 0, "\n".join(shown[-30:])
     foreign = [line for line in shown if not OWN_LINE.match(line)]
     assert not foreign, "lines from libraries:\n" + "\n".join(foreign[:20])
+    # the progress line as it was drawn: within 79 columns, the sweep's state first
+    states = [state for state in re.split(r"[\r\n]", raw) if " runs · about " in state]
+    assert states and all(len(state) <= 79 and re.match(r"\d/4 runs · about ", state) for state in states), states
     assert sum(line.startswith("warm start: ") for line in shown) == 1, "\n".join(shown)
     assert len(shown) <= 4 + 10, f"{len(shown)} lines for 4 runs:\n" + "\n".join(shown)
     # the same command again: every run FINISHED is skipped, and the reports are built again

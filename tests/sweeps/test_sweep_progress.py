@@ -26,7 +26,7 @@ def test_each_unit_shows_its_step_and_time_left_from_its_job_folders(tmp_path):
     log_steps(a, [0, 1, 2]), log_steps(b, [0, 1, 2]), log_steps(alone, range(20))
     (alone / "status.txt").write_text("FINISHED\n")
     units = units_of([[0, 1], [2], [3]], [a, b, alone, queued], [20, 20, 20, 20], [0, 1, 2, 3])
-    assert [u.label for u in units] == ["ensemble 1 (2 runs)", "run #2", "run #3"]
+    assert [u.label for u in units] == ["ensemble 1", "run #2", "run #3"]
     for unit in units:
         read(unit, now=100.0)
     log_steps(a, range(3, 8)), log_steps(b, range(3, 7))
@@ -38,9 +38,9 @@ def test_each_unit_shows_its_step_and_time_left_from_its_job_folders(tmp_path):
     assert ensemble.step == 7 and ensemble.pace == 2.0 and ensemble.left_s() == 26.0  # 5 steps in 10 s, 13 to go
     assert done.done and waiting.step is None and last_step(queued / "metrics.jsonl") is None
     line = describe(units, elapsed=75.0, workers=2)
-    assert line.startswith("sweep 1:15 · 1/4 runs ended · ensemble 1 (2 runs): step 7/20, 0:26 left")
-    assert "run #3: starting" in line and "run #2" not in line
-    assert line.endswith("about 1:06 left"), line  # 26 s, then run #3's turn at the ensemble's pace (40 s)
+    # 26 s, then run #3's turn at the ensemble's pace (40 s)
+    assert line.startswith("1/4 runs · about 1:06 left · ensemble 1: step 7/20, 0:26 left")
+    assert line.endswith("run #3: starting · sweep 1:15") and "run #2" not in line, line
 
 
 def test_workers_lines_arrive_whole_through_the_driver():
