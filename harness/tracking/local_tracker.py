@@ -1,6 +1,7 @@
 """The run folder's own record of a run: every step's metrics in `<run_dir>/metrics.jsonl`, and at the end
 `status.txt` (and `error.txt`). The base of every tracker, so a run keeps its record without MLflow. A run
-resumed in its folder first trims the file to its checkpoint's step (`trim_metrics`)."""
+resumed in its folder first trims the file to its checkpoint's step (`trim_metrics`); an earlier attempt's
+`error.txt` moves to `history/` (`keep_in_history`)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ class Tracker:
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        keep_in_history(self.run_dir)
         self._metrics_file = None
         self.skip_through_step = -1  # steps already recorded by a run this one resumes
 
@@ -57,6 +59,20 @@ class Tracker:
 
     def _remote_log_metrics(self, metrics: Dict[str, float], step: int) -> None:
         pass
+
+
+def keep_in_history(run_dir: Path) -> Optional[Path]:
+    """A run (or a sweep's parent) taken up again in its folder (a continued sweep, a resume): the earlier
+    attempt's `error.txt` (its KeyboardInterrupt, "the sweep stopped before all its jobs ended") moves to
+    `history/error-<n>.txt`, so that it is kept but no longer sits beside the status this attempt ends with."""
+    error = run_dir / "error.txt"
+    if not error.is_file():
+        return None
+    history = run_dir / "history"
+    history.mkdir(exist_ok=True)
+    kept = history / f"error-{len(list(history.glob('error-*.txt'))) + 1}.txt"
+    error.replace(kept)
+    return kept
 
 
 def trim_metrics(run_dir: Path, through_step: int) -> None:

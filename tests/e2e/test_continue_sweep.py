@@ -99,6 +99,11 @@ def test_a_stopped_sweep_is_continued_by_the_same_command(run_harness):
         if name in stopped_jobs:  # its record says once where it went on from
             log = (folder / name / "job.log").read_text()
             assert log.count(f"resumed from its checkpoint at step {checkpoint[name]['step']} ") == 1, log[-2000:]
+    # the earlier attempt's errors are kept in each folder's history, not beside the FINISHED status
+    for job in [folder, *(folder / name for name in stopped_jobs)]:
+        assert (job / "status.txt").read_text().strip() == "FINISHED" and not (job / "error.txt").exists(), job
+        assert [p.name for p in (job / "history").iterdir()] == ["error-1.txt"], job
+    assert "the sweep stopped before all its jobs ended" in (folder / "history" / "error-1.txt").read_text()
     _, parents = runs_of(run_harness.root, role="parent")
     assert [p.info.status for p in parents] == ["FINISHED"], "one parent run, continued and FINISHED"
     assert {r.data.tags["mlflow.parentRunId"] for r in runs} == {parents[0].info.run_id}
