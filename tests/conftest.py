@@ -15,6 +15,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # The geometry report's grid cache (harness/reports/rendering/geometry_cache.py) goes to a folder of this
 # session, not the user's ~/.cache; subprocesses inherit it.
+# launcher=slurm without launcher.profile: the Slurm test cluster's profile, in the tests only (outside them such
+# a run is refused: harness/config/validate.py check_profile)
+os.environ.setdefault("HARNESS_LAUNCHER_PROFILE", "test_cluster")
 for _variable, _prefix in (("HARNESS_GEOMETRY_CACHE", "harness-test-geometry-"),):
     if _variable not in os.environ:
         os.environ[_variable] = tempfile.mkdtemp(prefix=_prefix)

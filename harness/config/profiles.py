@@ -5,6 +5,7 @@ user's `./launchers/profiles/`, then the profiles shipped with harness (`launche
 repository). A site adds its own profile by dropping a file in one of those folders."""
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -16,6 +17,10 @@ import yaml
 
 from harness.config.schema import ClusterResources as ClusterProfile  # the fields a profile sets
 from harness.infra.resources import available, find_yaml, search_dirs
+
+
+PROFILE_ENV = "HARNESS_LAUNCHER_PROFILE"  # the profile a launcher=slurm without launcher.profile uses
+TEST_PROFILE = "test_cluster"  # the Slurm test cluster's (launchers/slurm_test_cluster): submitit_local's default
 
 
 def profile_dirs() -> List[Path]:
@@ -54,7 +59,13 @@ def profile_for(launcher_cfg) -> ClusterProfile:
             from omegaconf import OmegaConf
 
             overrides[key] = OmegaConf.to_container(overrides[key])
-    return load_profile(launcher_cfg.get("profile") or "test_cluster", overrides)
+    return load_profile(chosen_profile(launcher_cfg) or TEST_PROFILE, overrides)
+
+
+def chosen_profile(launcher_cfg) -> Optional[str]:
+    """The profile named by `launcher.profile`, else by $HARNESS_LAUNCHER_PROFILE (the test suite sets it to the
+    Slurm test cluster's: tests/conftest.py); None: none chosen (launcher=slurm refuses to guess)."""
+    return launcher_cfg.get("profile") or os.environ.get(PROFILE_ENV) or None
 
 
 def _empty(value) -> bool:

@@ -21,7 +21,7 @@ from harness.config.errors import ConfigError
 from harness.config.limits import CPU_MEMBERS, MAX_MEMBERS
 from harness.config.memory import check_builtin_memory
 from harness.config.names import did_you_mean, group_options
-from harness.config.profiles import profile_for
+from harness.config.profiles import available_profiles, chosen_profile, profile_for
 from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
 from harness.infra.secrets import scrub
 
@@ -162,7 +162,12 @@ def kept_settings(launcher: str, settings: Mapping[str, Any]) -> Callable[[DictC
 
 
 def check_profile(cfg: DictConfig) -> None:
-    """A launcher reading a cluster profile: `launcher.profile` names one."""
+    """A launcher reading a cluster profile: `launcher.profile` names one (one Slurm submits to: never guessed)."""
+    if cfg.launcher.get("cluster") == "slurm" and not chosen_profile(cfg.launcher):
+        raise ConfigError(
+            f"launcher={cfg.launcher.get('name')} needs a cluster profile: add launcher.profile=<name> (shipped: "
+            f"{', '.join(available_profiles())}); make your site's by copying launchers/profiles/cpu_partition.yaml "
+            "or gpu_node.yaml to ./launchers/profiles/<site>.yaml (README: Launchers)")
     try:
         profile_for(cfg.launcher)
     except ValueError as err:

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence
 from omegaconf import OmegaConf
 
 from harness.launchers.compose import Job
-from harness.config.profiles import profile_for
+from harness.config.profiles import PROFILE_ENV, chosen_profile, profile_for
 from harness.launchers.base import HarnessLauncher
 from harness.launchers.launch_line import grouping
 from harness.launchers.registry import plugin_class_named
@@ -25,6 +25,7 @@ from harness.launchers.sbatch_lines import sbatch_lines
 from harness.launchers.skip_finished import finished_twin
 from harness.launchers.step_cost import ROUGH_START_S, step_costs
 from harness.launchers.sweep_progress import clock
+from harness.infra.secrets import scrub
 from harness.tracking.store import experiment_name, output_root, tracking_uri
 from harness.trainers.checkpoint import checkpoint_paths, checkpoint_step
 from harness.trainers.ensemble.grouping import shape_key
@@ -111,12 +112,14 @@ def _cluster_lines(launcher, jobs: Sequence[Job], layout) -> List[str]:
     if cluster is None:
         return []
     profile = profile_for(config.launcher)
-    chosen = OmegaConf.select(config, "launcher.profile") or DEFAULT_PROFILE
+    named = OmegaConf.select(config, "launcher.profile")
+    chosen = chosen_profile(config.launcher) or DEFAULT_PROFILE
     default = (f" (launcher={name}'s default profile: the Slurm test cluster's; choose yours with "
-               "launcher.profile=<name>)" if chosen == DEFAULT_PROFILE else "")
+               "launcher.profile=<name>)" if chosen == DEFAULT_PROFILE and named == DEFAULT_PROFILE else
+               f" (from ${PROFILE_ENV})" if not named else "")
     each = (f"{profile.cpus_per_task} CPUs, {profile.mem_gb} GB, {profile.gpus_per_node or 0} GPUs per node, "
             f"{profile.nodes} node{'s' if profile.nodes != 1 else ''}, time limit {profile.timeout_min} min")
-    lines = [f"profile: {chosen}{default}", f"each job: {each}"]
+    lines = [f"profile: {chosen}{default}", f"each job: {each}", _tracking_line(jobs[0].spec)]
     if cluster == "slurm":
         tasks = len(layout.groups)
         lines.append(f"submitted as {'an array of ' + str(tasks) + ' tasks' if tasks > 1 else 'one job'}, "
@@ -125,6 +128,16 @@ def _cluster_lines(launcher, jobs: Sequence[Job], layout) -> List[str]:
         job_name = str(OmegaConf.select(config, "hydra.job.name") or "job")
         lines += [f"  {line}" for line in sbatch_lines(profile, job_name, tasks, folder)]
     return lines
+
+
+def _tracking_line(spec) -> str:
+    """Where the runs on the cluster's nodes send their tracking."""
+    if spec.tracking.backend != "mlflow":
+        return f"tracking: none from the nodes (tracking.backend={spec.tracking.backend}): each run's folder holds it"
+    uri = scrub(tracking_uri(spec))
+    where = ("a file, which every node must see on a shared filesystem; tracking=server for many nodes"
+             if uri.startswith(("sqlite:", "file:")) or "://" not in uri else "an address the nodes must reach")
+    return f"tracking: the nodes log to {uri}: {where}"
 
 
 def plan_lines(launcher, jobs: Sequence[Job], continued: Optional[Path] = None,

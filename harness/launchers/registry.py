@@ -163,7 +163,9 @@ def store_configs() -> None:
 _CLUSTER = (check_profile,)
 _SUBMITIT_CLUSTER = {"cluster": "${launcher.cluster}"}  # submitit's executor: the entry's cluster
 _MEMBERS_DOC = ("runs per Slurm job; e.g. launcher.members=512 trains that many built-in runs of one shape as one "
-                "ensemble per job (a GPU node), each still its own run, folder and MLflow run")
+                "ensemble per job (a GPU node), each still its own run, folder and MLflow run; launcher=slurm packs "
+                "them as the local launchers do (null: as many as fit the job's memory), launcher.members=1 runs "
+                "one per job")
 
 register_launcher(LauncherEntry(
     "local", "harness.launchers.base:SequentialLauncher",
@@ -191,5 +193,5 @@ register_launcher(LauncherEntry(
     "python -m harness multirun launcher=slurm launcher.profile=gpu_node launcher.mem_gb=32 algo=dppo,drpo; "
     "--detach returns after submission; launcher.members=64 seed='range(0,256)' is 4 jobs of 64 runs; members: "
     + _MEMBERS_DOC,
-    params=SubmititParams, settings={"profile": "test_cluster", "detach": False, "members": 1},
+    params=SubmititParams, settings={"profile": None, "detach": False, "members": None},
     cluster="slurm", hydra_settings=_SUBMITIT_CLUSTER, checks=(*_CLUSTER, check_tracking_reachable)))

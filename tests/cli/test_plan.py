@@ -57,10 +57,10 @@ def test_slurm_plan_prints_the_sbatch_lines_without_slurm(run_harness, tmp_path)
         (tools / name).write_text(f"#!/bin/sh\ntouch {tmp_path / 'slurm_called'}\nexit 1\n")
         (tools / name).chmod(0o755)
     path = {"PATH": f"{tools}:{os.environ.get('PATH', '')}"}
-    proc = run_harness("multirun", *TINY, "seed=0,1,2", "launcher=slurm", "--plan", env=path)
+    proc = run_harness("multirun", *TINY, "seed=0,1,2", "launcher=slurm", "launcher.members=1", "--plan", env=path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not (tmp_path / "slurm_called").exists()
-    assert "profile: test_cluster (launcher=slurm's default profile" in proc.stdout
+    assert "profile: test_cluster (from $HARNESS_LAUNCHER_PROFILE)" in proc.stdout  # tests/conftest.py
     for line in ("#SBATCH --partition=debug", "#SBATCH --cpus-per-task=1", "#SBATCH --mem=2GB", "#SBATCH --time=30",
                  "#SBATCH --array=0-2%3"):
         assert line in proc.stdout, proc.stdout
