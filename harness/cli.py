@@ -11,6 +11,7 @@ import sys
 from typing import Any, List, Optional
 
 from harness.config.flags import VERBOSE_FLAGS, Options  # standard library only
+from harness.config.mistakes import unknown_command  # standard library only
 from harness.infra.claim import claimed_any  # standard library only
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
@@ -165,13 +166,8 @@ def run_cli(argv: List[str]) -> int:
         argv = argv[1:]
     if any(a in ("-h", "--help") for a in argv):  # Hydra's own help (a config dump) stays at --hydra-help
         return print_help([])
-    from harness.config.errors import ConfigError  # imports nothing
-    from harness.config.mistakes import check_command  # standard library only
-
-    try:  # a misspelt command: one line with the nearest command, not an override Hydra cannot parse
-        check_command(argv, ["run", "multirun", "help", *TOOLS])
-    except ConfigError as err:
-        return _fail(str(err))
+    if argv and "=" not in argv[0] and not argv[0].startswith(("-", "+", "~")):  # no override nor flag: a command
+        return _fail(unknown_command(argv[0], ["run", "multirun", "help", *TOOLS]))
     # a grid above HARNESS_MAX_JOBS jobs runs only with --yes; --new-sweep: no stopped sweep is continued;
     # --plan: what would run, printed once every job is validated (harness/launchers/plan.py); -v: an override
     options, argv = read_flags(argv + verbose)
@@ -179,6 +175,8 @@ def run_cli(argv: List[str]) -> int:
     launches = checks and not options.plan
     if launches:  # said before Hydra's argument parser is even imported
         notice("composing the sweep's jobs…" if multirun or {"-m", "--multirun"} & set(argv) else "composing the run…")
+    from harness.config.errors import ConfigError  # imports nothing
+
     try:
         args = parse_hydra_args(argv)  # an override written as an option: one line, not Hydra's usage
     except ConfigError as err:

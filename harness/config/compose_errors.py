@@ -140,3 +140,16 @@ def _has_node(key: str, overrides: Sequence[str]) -> bool:
 def _missing_key(text: str) -> str:
     m = re.search(r"Could not override '([^']+)'", text) or re.search(r"Key '([^']+)'", text)
     return m.group(1) if m else "?"
+
+
+def refuse_group_lists(parsed: Sequence, multirun: bool) -> None:
+    """ConfigError for a config group given a list (`algo=[dppo,drpo]`): Hydra would merge every option of the
+    list into one run (DRPO's parameters on DPPO's objective), where a sweep over them was meant."""
+    for override in parsed:
+        group = override.key_or_group.lstrip("+~")
+        if group not in GROUPS or override.is_sweep_override() or not isinstance(override.value(), list):
+            continue
+        options = ",".join(str(v) for v in override.value())
+        how = f"{group}={options}" if multirun else f"multirun {group}={options}"
+        raise ConfigError(f"{override.input_line} is a list: Hydra would merge these {group} options into one run; "
+                          f"a sweep over them is written {how} (no brackets)")

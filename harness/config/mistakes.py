@@ -1,12 +1,11 @@
 """A mistyped command line in one line, with the nearest valid spelling (harness/config/names.py), before Hydra's
 parser prints its usage or a composition fails far from the mistake: a misspelt command (`multirn`), an override
 written as an option (`--algo=dppo`), a flag Hydra does not know, a list given to a config group (`algo=[dppo,drpo]`,
-which Hydra merges into one run where a sweep was meant)."""
+which Hydra merges into one run where a sweep was meant: harness/config/compose_errors.py)."""
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List
 
-from harness.config.errors import ConfigError
 from harness.config.flags import HARNESS_FLAGS, NEW_SWEEP_FLAG, PLAN_FLAG, VERBOSE_FLAGS, YES_FLAG
 from harness.config.names import GROUPS, did_you_mean
 
@@ -19,16 +18,13 @@ FLAGS = (PLAN_FLAG, NEW_SWEEP_FLAG, YES_FLAG, *HARNESS_FLAGS, *VERBOSE_FLAGS, *H
 SHORTCUTS = ("delta", "alpha", "anchor", "seed", "output_root", "cache_dir", "force")
 
 
-def check_command(argv: Sequence[str], commands: Iterable[str]) -> None:
-    """ConfigError for a first word that is neither an override nor a flag nor a command: `multirn algo=dppo`
-    reads as a misspelt command, not as an override Hydra cannot parse."""
-    word = argv[0] if argv else ""
-    if not word or "=" in word or word.startswith(("-", "+", "~")):
-        return
+def unknown_command(word: str, commands: Iterable[str]) -> str:
+    """The one line for a first word that is not a command: `multirn algo=dppo` reads as a misspelt command, not
+    as an override Hydra cannot parse."""
     commands = list(commands)
     hint = did_you_mean(word, commands, "'{}'")
-    raise ConfigError(f"unknown command '{word}', {hint.strip()}" if hint else
-                      f"unknown command '{word}': overrides are written key=value; commands: {', '.join(commands)}")
+    return (f"unknown command '{word}', {hint.strip()}" if hint else
+            f"unknown command '{word}': overrides are written key=value; commands: {', '.join(commands)}")
 
 
 def unknown_flag(arg: str) -> str:
@@ -48,16 +44,3 @@ def unknown_flag(arg: str) -> str:
 
 def _flag_names() -> List[str]:
     return [flag.lstrip("-") for flag in FLAGS]
-
-
-def refuse_group_lists(parsed: Sequence, multirun: bool) -> None:
-    """ConfigError for a config group given a list (`algo=[dppo,drpo]`): Hydra would merge every option of the
-    list into one run (DRPO's parameters on DPPO's objective), where a sweep over them was meant."""
-    for override in parsed:
-        group = override.key_or_group.lstrip("+~")
-        if group not in GROUPS or override.is_sweep_override() or not isinstance(override.value(), list):
-            continue
-        options = ",".join(str(v) for v in override.value())
-        how = f"{group}={options}" if multirun else f"multirun {group}={options}"
-        raise ConfigError(f"{override.input_line} is a list: Hydra would merge these {group} options into one run; "
-                          f"a sweep over them is written {how} (no brackets)")

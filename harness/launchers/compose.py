@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from omegaconf import DictConfig, open_dict
 
-from harness.config.compose_errors import describe_composition_error, parse_overrides
+from harness.config.compose_errors import describe_composition_error, parse_overrides, refuse_group_lists
 from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
-from harness.config.mistakes import refuse_group_lists
 from harness.config.overrides import expand_sweep, fixed_overrides
 from harness.config.validate import validate
 from harness.launchers.registry import checks_for as launcher_checks, store_configs
