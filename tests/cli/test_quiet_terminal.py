@@ -36,7 +36,8 @@ logging.getLogger("urllib3.connectionpool").info("a library's line")
 
 def _logged(tmp_path, which: str) -> str:
     proc = subprocess.run([sys.executable, "-c", IN_A_JOB.format(which=which), str(ROOT / "conf"),
-                           str(tmp_path / "figure.pdf"), str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                           str(tmp_path / "figure.pdf"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout + proc.stderr
 

@@ -14,7 +14,8 @@ def parent_status(root) -> str:
 
 
 def test_detached_parent_stays_running_until_the_last_job_ends(slurm_cluster, run_harness):
-    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1", "seed=1,2", "debug=quick", "--detach", check=True)
+    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1",
+                       "seed=1,2", "debug=quick", "--detach", check=True)
     assert "2 submitted" in proc.stdout
     assert parent_status(run_harness.root) == "RUNNING", "closed at submission while its jobs are queued"
     sweep_dir = next(run_harness.root.glob("multirun/*/*"))

@@ -42,7 +42,8 @@ def mlflow_runs(root: Path, experiment="harness"):
 
 
 def test_four_run_sweep_on_slurm(slurm_cluster, run_harness):
-    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1", "algo=dppo,drpo", "delta=0.1,0.2", "debug=quick", check=True)
+    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1",
+                       "algo=dppo,drpo", "delta=0.1,0.2", "debug=quick", check=True)
     assert "4 runs: 4 finished" in proc.stdout
     jobs = submitted(run_harness.root)
     assert len(jobs) == 4
@@ -54,7 +55,8 @@ def test_four_run_sweep_on_slurm(slurm_cluster, run_harness):
 
 
 def test_failing_run_is_a_failed_slurm_job(slurm_cluster, run_harness):
-    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1", "model.path=null,/nonexistent/model", "debug=quick")
+    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1",
+                       "model.path=null,/nonexistent/model", "debug=quick")
     assert proc.returncode == 1
     assert "1 finished, 1 failed" in proc.stdout and "/nonexistent/model" in proc.stdout
     jobs = {tuple(j["overrides"]): j["job_id"] for j in submitted(run_harness.root)}
@@ -64,7 +66,8 @@ def test_failing_run_is_a_failed_slurm_job(slurm_cluster, run_harness):
     assert states[failing] == "FAILED" and states[healthy] == "COMPLETED", states
 
 
-ARGS = ("launcher=slurm", "launcher.members=1", "debug=quick", "precision=bf16", "trainer.steps=40", "trainer.checkpoint_every=4",
+ARGS = ("launcher=slurm", "launcher.members=1",
+        "debug=quick", "precision=bf16", "trainer.steps=40", "trainer.checkpoint_every=4",
         "trainer.prompts_per_step=8")
 
 
@@ -110,7 +113,8 @@ def test_requeued_job_resumes_exactly(slurm_cluster, run_harness):
 def test_detached_sweep_then_status(slurm_cluster, run_harness):
     """--detach returns right after submission; `status --watch` follows the runs until they end."""
     started = time.time()
-    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1", "algo=dppo,drpo", "debug=quick", "--detach", check=True)
+    proc = run_harness("multirun", "launcher=slurm", "launcher.members=1",
+                       "algo=dppo,drpo", "debug=quick", "--detach", check=True)
     assert "2 submitted" in proc.stdout
     assert time.time() - started < 60
     sweep_dir = next(run_harness.root.glob("multirun/*/*"))

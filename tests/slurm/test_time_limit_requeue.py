@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slurm
 
 # 4 minutes: Slurm sends the signal 90 s before the limit (up to 60 s earlier), so at least 90 s after the start,
 # time for submitit's python to install its handler on a loaded machine; 200,000 steps outlast any attempt.
-ARGS = ("launcher=slurm", "launcher.members=1", "launcher.use_srun=false", "launcher.timeout_min=4", "debug=quick", "trainer.steps=200000",
+ARGS = ("launcher=slurm", "launcher.members=1",
+        "launcher.use_srun=false", "launcher.timeout_min=4", "debug=quick", "trainer.steps=200000",
         "trainer.checkpoint_every=100", "trainer.prompts_per_step=8", "experiment_name=time_limit")
 
 
