@@ -84,6 +84,10 @@ def print_algos(argv: List[str]) -> int:
     from harness.algorithms import objectives_table
 
     print(objectives_table())
+    from harness.infra.extensions import broken_extensions
+
+    for line in broken_extensions():  # what it would have registered is missing from the table
+        print(f"harness: warning: {line}", file=sys.stderr)
     return 0
 
 
