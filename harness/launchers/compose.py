@@ -20,6 +20,7 @@ from omegaconf import DictConfig, open_dict
 
 from harness.config.compose_errors import describe_composition_error, parse_overrides
 from harness.config.errors import ConfigError
+from harness.config.interpolations import check_interpolations, check_output_root
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 from harness.config.overrides import expand_sweep, fixed_overrides
@@ -101,6 +102,8 @@ def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Opti
 
 def validated(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """The run config validated (harness/config/validate.py), with the checks its trainer registered."""
+    check_interpolations(cfg)  # before any value is read: OmegaConf's errors would be tracebacks
+    check_output_root(cfg)
     return validate(cfg, overrides, trainer_checks=checks_for, launcher_checks=launcher_checks)
 
 
