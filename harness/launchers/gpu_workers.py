@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 from typing import Dict, List
 
+from omegaconf import DictConfig
+
+from harness.config.errors import ConfigError
+
 NVIDIA_DRIVER = Path("/proc/driver/nvidia/gpus")  # absent: no NVIDIA GPU, and no need to load torch to ask
 
 
@@ -27,3 +31,20 @@ def pinned_environments(gpus: List[str], device: str) -> List[Dict[str, str]]:
     if device not in ("auto", "cuda"):
         return []
     return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
+
+
+def check_device_here(cfg: DictConfig) -> None:
+    """A launcher running its jobs on this machine: a built-in run on `trainer.device=cuda[:N]` needs that CUDA device
+    visible here, or every run would fail at its start (ConfigError, one line; before --plan estimates them too)."""
+    device = str(cfg.trainer.get("device") or "auto")
+    if cfg.trainer.name != "builtin" or not device.startswith("cuda"):
+        return
+    gpus = visible_gpus()
+    index = int(device.partition(":")[2] or 0)
+    if index < len(gpus):
+        return
+    seen = (f"only {len(gpus)} CUDA device(s) are visible here" if gpus else
+            "no CUDA device is visible on this machine")
+    raise ConfigError(f"trainer.device={device} is not allowed with launcher={cfg.launcher.name}: {seen}, so every run "
+                      "would fail at its start; use trainer.device=auto or cpu here, or a launcher whose jobs run on "
+                      "GPU nodes (launcher=slurm)")

@@ -54,6 +54,7 @@ def _planned(proc: subprocess.CompletedProcess) -> None:
     assert proc.stderr == "", proc.stderr[-3000:]
 
 
+@pytest.mark.e2e  # the command line in real processes (fast loop: README)
 def test_a_broken_launcher_extension_leaves_other_sweeps_alone(tmp_path):
     extension = _installed(tmp_path / "ext", "probe_missing")
     _planned(_harness(extension, *PLAN, cwd=tmp_path))
@@ -65,6 +66,7 @@ def test_a_broken_launcher_extension_leaves_other_sweeps_alone(tmp_path):
                          + "ModuleNotFoundError: No module named 'probe_missing'"), line
 
 
+@pytest.mark.e2e  # the command line in real processes (fast loop: README)
 def test_an_extension_raising_a_base_exception_is_named_in_one_line(tmp_path):
     extension = _installed(tmp_path / "ext", "probe_base", """
         class Abort(BaseException):
@@ -78,6 +80,7 @@ def test_an_extension_raising_a_base_exception_is_named_in_one_line(tmp_path):
     _planned(_harness(extension, *PLAN, cwd=tmp_path))
 
 
+@pytest.mark.e2e  # the command line in real processes (fast loop: README)
 def test_an_extension_calling_sys_exit_does_not_end_the_command(tmp_path):
     extension = _installed(tmp_path / "ext", "probe_exit", "import sys\nsys.exit(0)\n" + OBJECTIVE.format(name="exiting_pg"))
     _planned(_harness(extension, *PLAN, cwd=tmp_path))  # not exit 0 with nothing done
@@ -87,6 +90,7 @@ def test_an_extension_calling_sys_exit_does_not_end_the_command(tmp_path):
     assert line.endswith(_entry("probe_exit") + "it called sys.exit(0) while being imported"), line
 
 
+@pytest.mark.e2e  # the command line in real processes (fast loop: README)
 def test_an_extension_parsing_the_command_line_is_named_not_its_usage(tmp_path):
     extension = _installed(tmp_path / "ext", "probe_parser", """
         import argparse
