@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Optional
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from harness.config.errors import ConfigError
@@ -19,15 +19,19 @@ ENV_MISSING = re.compile(r"Environment variable '([^']*)' not found")
 KEY_MISSING = re.compile(r"Interpolation key '([^']*)' not found")
 
 
-def check_interpolations(cfg: DictConfig) -> None:
-    """ConfigError (one line naming the key, its value and why) for the first interpolation of `cfg` that does not
-    resolve."""
-    _check_node(cfg, "")
+def unresolvable(err: OmegaConfBaseException) -> str:
+    """The one line for an interpolation that validation could not resolve: the key, its value, and why."""
+    key = getattr(err, "full_key", None) or "a value"
+    raw = None
+    parent = getattr(err, "parent_node", None)
+    if isinstance(parent, DictConfig):
+        raw = OmegaConf.to_container(parent, resolve=False).get(str(key).rpartition(".")[2])
+    return _describe(str(key), raw, err)
 
 
-def check_output_root(cfg: DictConfig) -> None:
-    """ConfigError when the run's output root (as given, or the current folder it stands for) holds `${`."""
-    root = OmegaConf.select(cfg, "output_root", default=None)
+def check_output_root(root: Optional[str]) -> None:
+    """ConfigError when the run's output root `root` (as given, or the current folder it stands for) holds `${`, or a
+    folder name longer than its file system takes."""
     if root is None:
         return
     where = os.path.abspath(os.path.expanduser(str(root)))
@@ -54,24 +58,9 @@ def _name_max(path: str) -> int:
         return 255
 
 
-def _check_node(node: Any, prefix: str) -> None:
-    is_dict = isinstance(node, DictConfig)
-    raw = OmegaConf.to_container(node, resolve=False)
-    for key in (list(raw) if is_dict else range(len(raw))):
-        path = (f"{prefix}.{key}" if prefix else str(key)) if is_dict else f"{prefix}[{key}]"
-        if OmegaConf.is_missing(node, key):
-            continue
-        try:
-            value = node[key]
-        except OmegaConfBaseException as err:
-            raise ConfigError(_describe(path, raw[key], err)) from None
-        if isinstance(value, (DictConfig, ListConfig)) and not OmegaConf.is_interpolation(node, key):
-            _check_node(value, path)
-
-
 def _describe(key: str, raw: Any, err: OmegaConfBaseException) -> str:
     text = str(err)
-    head = f"{key}={raw!r} cannot be resolved"
+    head = f"{key}={raw!r} cannot be resolved" if raw is not None else f"{key} cannot be resolved"
     env = ENV_MISSING.search(text)
     if env:
         name = env.group(1)

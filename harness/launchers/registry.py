@@ -20,7 +20,6 @@ from harness.config.errors import ConfigError
 from harness.config.schema import register_schemas as register_run_schemas
 from harness.config.validate import check_builtin_memory_here, check_profile, check_tracking_reachable, kept_settings
 from harness.infra.extensions import broken_note
-from harness.launchers.gpu_workers import check_device_here
 
 PLUGIN_MODULE = "hydra_plugins.harness_launcher.plugins"  # Hydra instantiates plugins from this package only
 Check = Callable[[DictConfig], None]
@@ -176,7 +175,7 @@ register_launcher(LauncherEntry(
     "Run the jobs of a sweep in this process (like Hydra's basic launcher): built-in runs of one shape (same model, "
     "data, batch sizes, steps, precision preset) train together as one ensemble on every core, each still its own "
     "run, folder and MLflow run; launcher.members=N caps an ensemble, launcher.members=1 runs one at a time.",
-    settings={"members": None}, checks=(check_builtin_memory_here, check_device_here)))
+    settings={"members": None}, checks=(check_builtin_memory_here,)))
 register_launcher(LauncherEntry(
     "local_parallel", "harness.launchers.local_parallel:LocalParallelLauncher",
     "N worker processes on this machine (null: one per GPU when GPUs are visible, each pinned to its own through "
@@ -184,7 +183,7 @@ register_launcher(LauncherEntry(
     "of one shape train as ensembles, split so that every worker trains one (launcher.members caps them). "
     "python -m harness multirun launcher=local_parallel launcher.workers=2 algo=dppo,drpo",
     params=LocalParallelParams, settings={"workers": None, "members": None},
-    hydra_settings={"workers": "${launcher.workers}"}, checks=(check_builtin_memory_here, check_device_here)))
+    hydra_settings={"workers": "${launcher.workers}"}, checks=(check_builtin_memory_here,)))
 register_launcher(LauncherEntry(
     "submitit_local", "harness.launchers.submitit_launcher:SubmititLauncher",
     "submitit's local executor: one process per job, with submitit's job files (a Slurm stand-in). "

@@ -13,7 +13,6 @@ TRAINERS = {
 }
 # a trainer's own checks of a run config that selects it (its layout, site, memory model): ConfigError, one line
 CHECKS = {
-    "builtin": ["harness.trainers.builtin.task_shapes:check_difficulty"],
     "verl": ["harness.trainers.verl.validate:validate_verl"],
 }
 

@@ -120,7 +120,7 @@ def test_the_largest_difficulty_allowed_fits_the_model():
     answer fit the model's positions; one more does not (or the task's own bound stops it)."""
     from types import SimpleNamespace
 
-    from harness.trainers.builtin.task_shapes import largest_difficulty
+    from harness.config.task_shapes import largest_difficulty
     from harness.trainers.builtin.tasks import build_task
 
     for name, ops in (("sorting", "+"), ("arithmetic", "+"), ("arithmetic", "+-*")):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.trainers.builtin.task_shapes import OPERATIONS as _OPERATIONS, max_answer_length, prompt_length
+from harness.config.task_shapes import OPERATIONS as _OPERATIONS, max_answer_length, prompt_length
 from harness.trainers.builtin.tasks.base import Problem, Task
 
 

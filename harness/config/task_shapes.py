@@ -1,10 +1,13 @@
 """The shape of the built-in tasks' sequences (prompt and longest answer, in characters = tokens), and the bounds on
 `dataset.difficulty` it sets: a run config that exceeds one is refused in one line when it is validated, before any
 problem is drawn (issue #50, case 19: 10**difficulty out of int64's range, or a million-digit list drawn for minutes).
-Torch- and numpy-free: the tasks (harness/trainers/builtin/tasks) take their lengths from here."""
+Torch- and numpy-free, in the config layer: validation asks it (harness/config/validate.py), and the tasks
+(harness/trainers/builtin/tasks) take their lengths from here."""
 from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Tuple
+
+from harness.config.errors import ConfigError
 
 OPERATIONS: Dict[str, Callable[[int, int], int]] = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
                                                     "*": lambda a, b: a * b}
@@ -50,18 +53,15 @@ def largest_difficulty(name: str, ops: str, positions: Optional[int]) -> Tuple[i
                  f"(<bos>, prompt, longest answer, <eos>), must fit model.max_position_embeddings={positions}")
 
 
-def check_difficulty(cfg) -> None:
-    """The built-in trainer's check of a run config: `dataset.difficulty` within its task's bounds (ConfigError)."""
-    from harness.config.errors import ConfigError
-
-    dataset = cfg.dataset
+def check_difficulty(dataset, model) -> None:
+    """A built-in run's `dataset.difficulty` within its task's bounds, with this `model` (ConfigError, one line)."""
     name, difficulty = str(dataset.name), int(dataset.difficulty)
     if name not in ("arithmetic", "sorting"):
         return  # refused by validation by name
     ops = str(dataset.get("ops", "+") or "+")
     if set(ops) - set(OPERATIONS):
         return  # the task refuses it by itself, naming dataset.ops
-    positions = None if cfg.model.get("path") else int(cfg.model.max_position_embeddings)  # a checkpoint: its own
+    positions = None if model.get("path") else int(model.max_position_embeddings)  # a checkpoint: its own
     limit, why = largest_difficulty(name, ops, positions)
     if limit is not None and difficulty > limit:
         allowed = f"an integer from 1 to {limit}" if limit >= 1 else "none"
