@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional, Tuple
 
 from harness.config.errors import ConfigError
+from harness.config.task_names import BUILTIN_TASKS
 
 OPERATIONS: Dict[str, Callable[[int, int], int]] = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
                                                     "*": lambda a, b: a * b}
@@ -21,7 +22,9 @@ def prompt_length(name: str, difficulty: int) -> int:
     """Characters of every prompt of task `name` at `difficulty`."""
     if name == "arithmetic":
         return 2 * difficulty + 2  # `{a:0Nd}{op}{b:0Nd}=`
-    return len(SORT_PREFIX) + (2 * difficulty - 1) + 1  # `sort:` + N comma-separated digits + `=`
+    if name == "sorting":
+        return len(SORT_PREFIX) + (2 * difficulty - 1) + 1  # `sort:` + N comma-separated digits + `=`
+    raise ValueError(f"no shape for task {name!r}: add it to harness/config/task_shapes.py")
 
 
 def max_answer_length(name: str, difficulty: int, ops: str = "+") -> int:
@@ -30,7 +33,9 @@ def max_answer_length(name: str, difficulty: int, ops: str = "+") -> int:
         largest = 10 ** difficulty - 1
         # the longest results are at the corners of the operand range (e.g. 99+99, 00-99, 99*99)
         return max(len(str(OPERATIONS[op](a, b))) for op in ops for a, b in ((largest, largest), (0, largest)))
-    return 2 * difficulty - 1
+    if name == "sorting":
+        return 2 * difficulty - 1
+    raise ValueError(f"no shape for task {name!r}: add it to harness/config/task_shapes.py")
 
 
 def sequence_tokens(name: str, difficulty: int, ops: str = "+") -> int:
@@ -56,7 +61,7 @@ def largest_difficulty(name: str, ops: str, positions: Optional[int]) -> Tuple[i
 def check_difficulty(dataset, model) -> None:
     """A built-in run's `dataset.difficulty` within its task's bounds, with this `model` (ConfigError, one line)."""
     name, difficulty = str(dataset.name), int(dataset.difficulty)
-    if name not in ("arithmetic", "sorting"):
+    if name not in BUILTIN_TASKS:
         return  # refused by validation by name
     ops = str(dataset.get("ops", "+") or "+")
     if set(ops) - set(OPERATIONS):

@@ -64,6 +64,12 @@ def broken_extensions() -> List[str]:
     return list(_BROKEN)
 
 
+def warn_broken() -> None:
+    """One warning line on stderr per extension that could not be loaded (where the registries are listed)."""
+    for line in _BROKEN:
+        sys.stderr.write(f"harness: warning: {line}\n")
+
+
 def broken_note() -> str:
     """What to append to a refusal of an unknown objective or launcher name: the extensions that could not be
     loaded, any of which may have registered it ('' when none is broken)."""
