@@ -31,7 +31,6 @@ def pinned_environments(gpus: List[str], device: str) -> List[Dict[str, str]]:
     return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
 
 
-
 def check_devices(jobs: Sequence) -> None:
     """Jobs that run on this machine (their launcher's `cluster` is None): a built-in run on `trainer.device=cuda[:N]`
     needs that CUDA device visible here, or every run would fail at its start (Refused, one line; asked before a
