@@ -13,6 +13,7 @@ from typing import Any, List, Optional
 from harness.config.flags import VERBOSE_FLAGS, Options  # standard library only
 from harness.config.mistakes import unknown_command  # standard library only
 from harness.infra.claim import claimed_any  # standard library only
+from harness.infra.extensions import warn_broken  # loaded with the package
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
 from harness.infra.stop_signals import Killed  # standard library only
@@ -85,6 +86,7 @@ def print_algos(argv: List[str]) -> int:
     from harness.algorithms import objectives_table
 
     print(objectives_table())
+    warn_broken()  # an extension that could not be loaded: what it would have registered is missing from the table
     return 0
 
 

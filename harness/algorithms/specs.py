@@ -8,6 +8,7 @@ package.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -86,9 +87,17 @@ _ALL = [
 ]
 
 
+# What `algo=<name>` can select (a Hydra choice, an MLflow param, part of run names and folders): a name of
+# another shape would be registered and listed but could never be selected
+NAME_RULE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+NAME_RULE_TEXT = "a letter, then letters, digits or underscores"
+
+
 def _add(out: Dict[str, ObjectiveSpec], spec: ObjectiveSpec) -> None:
     """The spec checked and added; ValueError (one line) for a name registered twice or a malformed spec."""
-    problem = ("is already registered" if spec.name in out else
+    problem = (f"is not an allowed name: {NAME_RULE_TEXT} (algo=<name> selects it)"
+               if not isinstance(spec.name, str) or not NAME_RULE.fullmatch(spec.name) else
+               "is already registered" if spec.name in out else
                f"has an unknown geometry {spec.geometry!r} (one of {', '.join(GEOMETRIES)})"
                if spec.geometry not in GEOMETRIES else
                "has params that do not extend AnchorParams" if not issubclass(spec.params_cls, AnchorParams) else

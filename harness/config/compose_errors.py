@@ -12,6 +12,10 @@ from omegaconf.errors import OmegaConfBaseException
 from harness.config.errors import ConfigError
 from harness.config.names import CONFIG_NAME, GROUPS, did_you_mean, group_options
 from harness.config.schema import RunConfig
+from harness.infra.extensions import broken_note
+
+REGISTERED_GROUPS = ("algo", "launcher")  # groups an installed extension can add choices to
+
 
 def parse_overrides(overrides: Sequence[str]) -> list:
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -68,7 +72,7 @@ def describe_composition_error(err: Exception, overrides: Sequence[str]) -> str:
             group, _, choice = e.missing_cfg_file.rpartition("/")
             options = sorted(o for o in e.options if not o.startswith("_"))
             return (f"{group}={choice} is not a known choice; {did_you_mean(choice, options, f'{group}={{}}')}"
-                    f"allowed: {', '.join(options)}")
+                    f"allowed: {', '.join(options)}{broken_note() if group in REGISTERED_GROUPS else ''}")
     text = "\n".join(str(e) for e in chain)
     full_key = re.search(r"full_key: ([\w.\[\]]+)", text)
     key = full_key.group(1) if full_key else None

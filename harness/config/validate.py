@@ -23,6 +23,7 @@ from harness.config.memory import check_builtin_memory
 from harness.config.names import did_you_mean, group_options
 from harness.config.profiles import available_profiles, chosen_profile, profile_for
 from harness.config.task_names import BUILTIN_TASKS as TASKS  # names only: no numpy for --cfg job
+from harness.config.task_shapes import check_difficulty
 from harness.infra.secrets import scrub
 
 URI_ENV = "MLFLOW_TRACKING_URI"
@@ -92,6 +93,8 @@ def _validate_run_sections(cfg: DictConfig) -> None:
         _check(cfg, "dataset.name", lambda v: v in TASKS,
                f"trainer=builtin runs the tasks {', '.join(sorted(TASKS))} (other datasets need trainer=verl)")
     _check(cfg, "dataset.difficulty", lambda v: v >= 1, "must be an integer >= 1")
+    if cfg.trainer.name == "builtin":  # the task's own bounds and the model's positions (task_shapes.py)
+        check_difficulty(cfg.dataset, cfg.model)
     _check(cfg, "dataset.eval_size", lambda v: v >= 1, "must be an integer >= 1")
     _check(cfg, "dataset.eval_size", lambda v: v <= MAX_EVAL_SIZE,
            f"at most {MAX_EVAL_SIZE} (the eval set is drawn before the run and evaluated every eval_every steps)")

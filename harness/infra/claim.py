@@ -18,7 +18,20 @@ _CLAIMED: set = set()  # every folder this process has claimed, released or not
 
 
 class FolderInUse(Exception):
-    """Another process holds the folder; the message is one line."""
+    """Another process holds the folder (or its lock file cannot be one); the message is one line."""
+
+
+def _check_lock_file(path: Path, what: str) -> None:
+    """FolderInUse naming `path` when something other than a lock file stands there (a folder): the claim cannot be
+    made, and it is that path's doing, not the folder's."""
+    try:
+        odd = path.exists() and not path.is_file()
+    except OSError:  # a path the file system refuses (too long): the claim's own error says so
+        return
+    if odd:
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise FolderInUse(f"{path} is {kind}, not the lock file that claims the {what}: remove it, or choose "
+                          "another folder")
 
 
 def _holder(fd: int) -> str:
@@ -37,6 +50,7 @@ def claim(folder: Path, what: str = "folder", lock_file: str = LOCK_FILE) -> Non
     if _key(folder, lock_file) in _HELD:
         return
     folder.mkdir(parents=True, exist_ok=True)
+    _check_lock_file(folder / lock_file, what)
     fd = open_lock_file(folder / lock_file, 0o644)
     try:
         lock(fd, blocking=False)
@@ -66,6 +80,7 @@ def _in_use(folder: Path, what: str, holder: str) -> str:
 def check_free(folder: Path, what: str = "folder") -> None:
     """Raise FolderInUse if another live process holds `folder` (creates nothing; `claim` is what holds it)."""
     folder = Path(folder).expanduser().resolve()
+    _check_lock_file(folder / LOCK_FILE, what)
     holder = None if str(folder) in _HELD else held_by(folder)
     if holder:
         raise FolderInUse(_in_use(folder, what, holder))

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from omegaconf import DictConfig, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from harness.config.compose_errors import describe_composition_error, parse_overrides, refuse_group_lists
 from harness.config.errors import ConfigError
+from harness.config.interpolations import check_output_root, unresolvable
 from harness.config.names import CONFIG_MODULE, CONFIG_NAME
 from harness.config.limits import check_environment, check_grid_size, refuse_duplicates
 from harness.config.overrides import expand_sweep, fixed_overrides
@@ -101,7 +103,11 @@ def compose_job(overrides: Sequence[str], multirun: bool = False, *, sweep: Opti
 
 def validated(cfg: DictConfig, overrides: Sequence[str] = ()) -> DictConfig:
     """The run config validated (harness/config/validate.py), with the checks its trainer registered."""
-    return validate(cfg, overrides, trainer_checks=checks_for, launcher_checks=launcher_checks)
+    try:
+        check_output_root(cfg.get("output_root"))
+        return validate(cfg, overrides, trainer_checks=checks_for, launcher_checks=launcher_checks)
+    except OmegaConfBaseException as err:  # an interpolation that does not resolve, read first by validation
+        raise ConfigError(unresolvable(err)) from None
 
 
 def task_config(full: DictConfig) -> DictConfig:

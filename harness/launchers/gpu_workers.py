@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
+
+from harness.infra.refused import Refused
 
 NVIDIA_DRIVER = Path("/proc/driver/nvidia/gpus")  # absent: no NVIDIA GPU, and no need to load torch to ask
 
@@ -27,3 +29,23 @@ def pinned_environments(gpus: List[str], device: str) -> List[Dict[str, str]]:
     if device not in ("auto", "cuda"):
         return []
     return [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
+
+
+def check_devices(jobs: Sequence) -> None:
+    """Jobs that run on this machine (their launcher's `cluster` is None): a built-in run on `trainer.device=cuda[:N]`
+    needs that CUDA device visible here, or every run would fail at its start (Refused, one line; asked before a
+    launch and before `--plan` estimates them)."""
+    gpus = None
+    for job in jobs:
+        spec = job.spec
+        device = str(spec.trainer.get("device") or "auto")
+        if spec.trainer.name != "builtin" or not device.startswith("cuda") or spec.launcher.get("cluster") is not None:
+            continue
+        gpus = visible_gpus() if gpus is None else gpus
+        if int(device.partition(":")[2] or 0) < len(gpus):
+            continue
+        seen = (f"only {len(gpus)} CUDA device(s) are visible here" if gpus else
+                "no CUDA device is visible on this machine")
+        raise Refused(f"trainer.device={device} is not allowed with launcher={spec.launcher.name}: {seen}, so every "
+                      "run would fail at its start; use trainer.device=auto or cpu here, or a launcher whose jobs run "
+                      "on GPU nodes (launcher=slurm)")

@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from harness.launchers.compose import Job
 from harness.config.profiles import PROFILE_ENV, chosen_profile, profile_for
 from harness.launchers.base import HarnessLauncher
+from harness.launchers.gpu_workers import check_devices
 from harness.launchers.launch_line import grouping
 from harness.launchers.registry import plugin_class_named
 from harness.launchers.sbatch_lines import sbatch_lines
@@ -179,6 +180,7 @@ def launcher_for(jobs: Sequence[Job]) -> HarnessLauncher:
 
 def print_plan(title: str, launcher, jobs: Sequence[Job], continued: Optional[Path] = None,
                folder: Optional[Path] = None) -> None:
+    check_devices(jobs)  # runs that would all fail at their start are refused, not estimated
     body = plan_lines(launcher, jobs, continued, folder)
     print("\n".join([f"plan: {title} (--plan: nothing started, nothing written)", *(f"  {b}" for b in body)]),
           flush=True)

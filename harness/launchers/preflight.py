@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.launchers.compose import Job, composed_spec
 from harness.launchers.folder_claims import check_output_folders, check_resume_source
+from harness.launchers.gpu_workers import check_devices
 from harness.launchers.registry import runs_here
 from harness.config.profiles import check_partition, profile_for
 from harness.infra.refused import Refused
@@ -22,6 +23,7 @@ from harness.trainers.verl.environment import check_runs
 def check_jobs(jobs: Sequence[Job], multirun: bool) -> None:
     """Refused (one line) for the first check that fails; then the jobs' stores are made ready."""
     specs = [job.spec for job in jobs]
+    check_devices(jobs)
     try:
         check_output_folders(jobs, multirun)
         _check_cluster(specs)

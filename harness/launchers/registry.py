@@ -15,9 +15,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, get_type
 
 from omegaconf import DictConfig
 
+from harness.algorithms.specs import NAME_RULE, NAME_RULE_TEXT
 from harness.config.errors import ConfigError
 from harness.config.schema import register_schemas as register_run_schemas
 from harness.config.validate import check_builtin_memory_here, check_profile, check_tracking_reachable, kept_settings
+from harness.infra.extensions import broken_note
 
 PLUGIN_MODULE = "hydra_plugins.harness_launcher.plugins"  # Hydra instantiates plugins from this package only
 Check = Callable[[DictConfig], None]
@@ -85,6 +87,9 @@ _SCHEMAS: Dict[str, type] = {}  # name -> the dataclass of its hydra/launcher no
 def register_launcher(entry: LauncherEntry) -> LauncherEntry:
     """Add a launcher; ValueError for a name registered twice, or a class name another class has (Hydra knows
     a plugin by its class name under hydra_plugins). Its configs reach Hydra with the next `store_configs`."""
+    if not isinstance(entry.name, str) or not NAME_RULE.fullmatch(entry.name):
+        raise ValueError(f"launcher {entry.name!r} is not an allowed name: {NAME_RULE_TEXT} (launcher=<name> "
+                         "selects it)")
     if entry.name in _ENTRIES:
         raise ValueError(f"launcher {entry.name!r} is already registered")
     if any(e.class_name == entry.class_name and e.plugin != entry.plugin for e in _ENTRIES.values()):
@@ -108,7 +113,7 @@ def launcher_names() -> List[str]:
 def entry_for(name: str) -> LauncherEntry:
     """The entry of `launcher=<name>`; ConfigError naming the allowed names otherwise."""
     if name not in _ENTRIES:
-        raise ConfigError(f"launcher.name={name!r} is not allowed: one of {', '.join(_ENTRIES)}")
+        raise ConfigError(f"launcher.name={name!r} is not allowed: one of {', '.join(_ENTRIES)}{broken_note()}")
     return _ENTRIES[name]
 
 

@@ -85,7 +85,7 @@ def stopped_sweep(config: DictConfig, new_sweep: bool = False) -> Optional[Path]
     """The latest stopped sweep of this command, or None (always, with `--new-sweep`: new_sweep, or detached)."""
     continues = not (new_sweep or OmegaConf.select(config, "launcher.detach", default=False))
     where = _search_root(config) if continues else None
-    if where is None or not where[0].is_dir():
+    if where is None or not _is_folder(where[0]):
         return None
     mine = fingerprint(config)
     found = []
@@ -97,6 +97,13 @@ def stopped_sweep(config: DictConfig, new_sweep: bool = False) -> Optional[Path]
         if isinstance(record, dict) and record.get("fingerprint") == mine and _stopped(path.parent, record):
             found.append((float(record.get("started") or 0), str(path.parent)))
     return Path(max(found)[1]) if found else None
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long for the file system, say: no sweep was ever made there (claiming it says why)
+        return False
 
 
 def _stopped(folder: Path, record: dict) -> bool:

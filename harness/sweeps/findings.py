@@ -155,7 +155,11 @@ def _render(folders: List[str], out: Path, argv: List[str], carry_from=None) -> 
             print(f"harness: error: findings --render: {folder} is not the folder of a claim sweep "
                   f"(<root>/multirun/<claim>/<stamp>; claims: {', '.join(claims)})", file=sys.stderr)
             return 2
-        data = collect(from_sweep_dir(folder))
+        try:
+            data = _collected(folder, collect, from_sweep_dir)
+        except ValueError as err:  # its store gone, corrupt or unreachable: one line, nothing written
+            print(f"harness: error: findings --render: cannot read the runs of {folder}: {err}", file=sys.stderr)
+            return 2
         seconds = _busy_seconds([(r.start_time, r.end_time) for r in data.runs if r.start_time and r.end_time])
         versions = sorted({r.tags[VERSION_TAG][:7] for r in data.runs if r.tags.get(VERSION_TAG)})
         runs_at[spec.name] = ", ".join(versions) or "unknown"
@@ -167,6 +171,22 @@ def _render(folders: List[str], out: Path, argv: List[str], carry_from=None) -> 
                           **_carried(carry_from, results, out))
     print(f"findings: {path}")
     return 0
+
+
+def _collected(folder: Path, collect, from_sweep_dir):
+    """The claim sweep's runs from its store; ValueError (one line) when the store is not there or not usable."""
+    from harness.infra.secrets import scrub
+    from harness.tracking.outage import describe, store_errors
+    from harness.tracking.store_check import check_store, corruption_in
+
+    target = from_sweep_dir(folder)
+    if target.tracking_uri:
+        check_store(target.tracking_uri)
+    try:
+        return collect(target)
+    except store_errors() as err:
+        raise corruption_in(err, target.tracking_uri) or ValueError(
+            f"tracking store {scrub(str(target.tracking_uri))} failed: {describe(err)}") from None
 
 
 def _busy_seconds(spans) -> float:

@@ -1,8 +1,9 @@
 """Is a tracking store usable? Asked by the tools that read or serve a store (report, status, repair, sync,
 server) before MLflow is: a SQLite file that is not a database or is corrupt, a folder where the database
 should be, a server where nothing answers within a few seconds. Each is one line naming the store and what
-is wrong (`StoreFault`), instead of MLflow's tracebacks or its minutes of retries. A SQLite file corrupt only in
-pages the quick probe does not read is found when a query reaches them (`corruption_in`, at each tool's
+is wrong (`StoreFault`), instead of MLflow's tracebacks or its minutes of retries. The quick probe reads the schema
+and the tables MLflow reads whenever it opens a store (its schema revision, the experiments). A SQLite file corrupt
+only in pages the probe does not read is found when a query reaches them (`corruption_in`, at each tool's
 boundary), and said the same way."""
 from __future__ import annotations
 
@@ -94,10 +95,19 @@ def _is_corruption(err: sqlite3.DatabaseError) -> bool:
     return name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB" or "malformed" in str(err)
 
 
+# What MLflow reads whenever it opens a store, before any command's own query: its schema revision (its schema check)
+# and the experiments (the default one's lookup). Small tables: read whole, in milliseconds.
+OPENING_TABLES = ("alembic_version", "experiments")
+
+
 def _probe(uri: str) -> None:
     connection = sqlite3.connect(uri, uri=True, timeout=PROBE_SECONDS)
     try:
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()  # "malformed", "not a database"
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table in OPENING_TABLES:
+            if table in tables:
+                connection.execute(f"SELECT * FROM {table}").fetchall()
     finally:
         connection.close()
 

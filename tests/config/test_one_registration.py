@@ -166,14 +166,15 @@ def test_a_registered_cluster_launcher_is_a_cluster_everywhere(tmp_path):
 
 
 def test_a_broken_extension_is_one_line(tmp_path):
-    """An entry point whose module cannot be imported: one line naming it and the error, exit 2, no traceback."""
+    """An entry point whose module cannot be imported: the objectives' listing says so in one line naming it and
+    the error, no traceback (what else it costs: tests/config/test_broken_extensions.py)."""
     root = tmp_path / "ext"
     _dist_info(root, {**DIST_INFO, "entry_points.txt": "[harness.extensions]\nbroken = harness_ext_missing.reg\n"})
     (tmp_path / "out").mkdir()
     done = _harness(root, ["algos"], tmp_path / "out")
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 0 and "dppo" in done.stdout
     assert done.stderr.splitlines() == [
-        "harness: error: entry point broken = 'harness_ext_missing.reg' of harness-ext (group harness.extensions) "
+        "harness: warning: entry point broken = 'harness_ext_missing.reg' of harness-ext (group harness.extensions) "
         "cannot be loaded: ModuleNotFoundError: No module named 'harness_ext_missing'"]
 
 

@@ -14,6 +14,7 @@ from harness.reports.results.data import SweepData
 from harness.reports.results.local import collect_local
 from harness.reports.results.locate import Target, TargetError, from_sweep_dir
 from harness.reports.results.missing import missing_jobs, missing_note
+from harness.reports.results.odd_params import set_aside_odd_params
 from harness.launchers.folder_claims import FolderTaken
 from harness.reports.rendering.out_folder import ReportsNotWritten, check_report_owner, disk_refusal
 from harness.reports.rendering.parent_run import log_to_parent
@@ -36,6 +37,7 @@ class BuildResult:
     failed: Dict[str, str] = field(default_factory=dict)  # kind -> error
     logged_to: Optional[str] = None  # parent run id the reports were logged to
     verdicts: List[Verdict] = field(default_factory=list)  # the decisions of every page in the folder
+    left_out: List[str] = field(default_factory=list)  # runs no report could read (SweepData.left_out)
 
     @property
     def paths(self) -> List[Path]:
@@ -71,7 +73,7 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     """Build `kinds` (default: every kind whose data is present) from collected data."""
     out = Path(out_dir) if out_dir else default_out_dir(data)
     check_report_owner(out, data.sweep_id)
-    result = BuildResult(out)
+    result = BuildResult(out, left_out=list(data.left_out))
     for name in default_kinds() if kinds is None else kinds:
         try:
             path = build_kind(name, data, out, explicit=kinds is not None)
@@ -90,8 +92,8 @@ def build_from_data(data: SweepData, kinds: Optional[Sequence[str]] = None, out_
     # The index lists every report in the folder, not only this build's: a partial rebuild (`--kind`) keeps
     # the others linked, locally and on the parent run.
     present = [k for k in list_kinds() if (out / k / HTML_NAME).is_file()]
-    try:
-        result.verdicts = gather(out, present)
+    try:  # a kind that failed now: its page there is an earlier build's, its verdicts not this data's
+        result.verdicts = gather(out, [k for k in present if k not in result.failed])
         _write_index(data, result, out, present)
     except OSError as err:
         raise disk_refusal(err, out) or err from None
@@ -115,6 +117,7 @@ def collect_target(target: Target, history: str = "auto") -> SweepData:
         data.notes.append("the sweep was not tracked in MLflow (tracking=none): read from its job folders")
         return data
     data = collect(target, history=history)
+    set_aside_odd_params(data)  # a threshold that is not a number: the run is named and left out, not a TypeError
     if not data.runs and target.sweep_dir is not None:
         return _local_or_empty(data, target)
     missing = missing_jobs(target.sweep_dir, data.runs, target.twin_run_ids)

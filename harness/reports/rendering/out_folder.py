@@ -1,5 +1,6 @@
 """Where `python -m harness report --out` may write: a new (or empty) folder, or one holding reports already,
-of the same sweep; and a disk that refuses the reports (full, over quota, read-only) said in one line."""
+of the same sweep; and a disk that refuses the reports said in one line: full or over quota (free some space), or
+read-only or not this user's to write (another folder; space would not help)."""
 from __future__ import annotations
 
 import errno
@@ -68,7 +69,8 @@ def _owner(summary: Path, pattern: re.Pattern) -> Optional[str]:
     return None
 
 
-NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS)
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)  # no room is not what is wrong: space would not help
 
 
 class ReportsNotWritten(Exception):
@@ -83,6 +85,10 @@ def disk_refusal(err: BaseException, out: Path) -> Optional[ReportsNotWritten]:
         if isinstance(seen, OSError) and seen.errno in NO_ROOM:
             return ReportsNotWritten(f"reports not written to {out}: {seen.strerror}{_free(out)}; free some space "
                                      "there or give --out another folder")
+        if isinstance(seen, OSError) and seen.errno in NOT_WRITABLE:
+            what = "is on a read-only file system" if seen.errno == errno.EROFS else "is not writable by this user"
+            return ReportsNotWritten(f"reports not written to {out}: {seen.strerror}: the folder {what}; give --out "
+                                     "a writable folder")
         seen = seen.__cause__ or seen.__context__
     return None
 

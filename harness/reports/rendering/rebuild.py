@@ -108,6 +108,8 @@ def run(args: argparse.Namespace, kinds: Optional[List[str]]) -> int:
     except ReportsNotWritten as err:
         print(f"harness report: error: {err}", file=sys.stderr)
         return EXIT_REPORT_FAILED
+    for line in result.left_out:
+        print(f"harness report: warning: {line}", file=sys.stderr)
     for name, page in result.pages.items():
         print(f"{name:18s} {page}")
     for name, reason in result.skipped.items():

@@ -114,6 +114,7 @@ class SweepData:
     parent: Optional[Run] = None
     source: str = "mlflow"  # how the histories were read: sqlite | rest | client | local
     notes: List[str] = field(default_factory=list)  # things the collector could not read
+    left_out: List[str] = field(default_factory=list)  # runs set aside (odd_params.py), one line each
     cache: Dict[str, Any] = field(default_factory=dict, repr=False)  # per-run summaries etc., see summary.py
     _run_keys: Optional[Dict[str, List[str]]] = field(default=None, init=False, repr=False)
 

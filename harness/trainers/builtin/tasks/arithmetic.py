@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.config.task_shapes import OPERATIONS as _OPERATIONS, max_answer_length, prompt_length
 from harness.trainers.builtin.tasks.base import Problem, Task
-
-_OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
 
 
 class ArithmeticTask(Task):
@@ -29,14 +28,11 @@ class ArithmeticTask(Task):
 
     @property
     def prompt_length(self) -> int:
-        return 2 * self.difficulty + 2
+        return prompt_length(self.name, self.difficulty)
 
     @property
     def max_answer_length(self) -> int:
-        largest = 10**self.difficulty - 1
-        # The longest results are at the corners of the operand range (e.g. 99+99, 00-99, 99*99).
-        corners = [(largest, largest), (0, largest)]
-        return max(len(str(_OPERATIONS[op](a, b))) for op in self.ops for a, b in corners)
+        return max_answer_length(self.name, self.difficulty, self.ops)
 
     @property
     def problem_count(self) -> int:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.config.task_shapes import SORT_PREFIX as _PREFIX, max_answer_length, prompt_length
 from harness.trainers.builtin.tasks.base import Problem, Task
-
-_PREFIX = "sort:"
 
 
 class SortingTask(Task):
@@ -20,11 +19,11 @@ class SortingTask(Task):
 
     @property
     def prompt_length(self) -> int:
-        return len(_PREFIX) + (2 * self.difficulty - 1) + 1
+        return prompt_length(self.name, self.difficulty)
 
     @property
     def max_answer_length(self) -> int:
-        return 2 * self.difficulty - 1
+        return max_answer_length(self.name, self.difficulty)
 
     @property
     def problem_count(self) -> int:
