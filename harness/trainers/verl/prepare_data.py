@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -32,6 +33,9 @@ def load_source(source: Dict[str, Any]):
         except ImportError:
             raise SystemExit(f"prepare_data: {source['ref']} needs the `datasets` package (or give a local file)")
         repo, config, split = hub
+        if not Path(repo).is_dir() and os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes"):
+            raise SystemExit(f"prepare_data: {source['ref']} is not staged and this node is offline (HF_DATASETS_OFFLINE): "
+                             f"run `python -m harness stage <the run's overrides>` on a machine with network")
         return datasets.load_dataset(repo, config, split=split).to_pandas()
     path = Path(source["ref"]).expanduser()
     if path.suffix == ".parquet":
