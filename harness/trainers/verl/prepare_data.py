@@ -28,14 +28,14 @@ def load_source(source: Dict[str, Any]):
 
     hub = parse_hub_ref(source["ref"])
     if hub is not None:
+        if not Path(hub[0]).is_dir() and os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes"):
+            raise SystemExit(f"prepare_data: {source['ref']} is not staged and this node is offline (HF_DATASETS_OFFLINE): "
+                             f"run `python -m harness stage <the run's overrides>` on a machine with network")
         try:
             import datasets
         except ImportError:
             raise SystemExit(f"prepare_data: {source['ref']} needs the `datasets` package (or give a local file)")
         repo, config, split = hub
-        if not Path(repo).is_dir() and os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes"):
-            raise SystemExit(f"prepare_data: {source['ref']} is not staged and this node is offline (HF_DATASETS_OFFLINE): "
-                             f"run `python -m harness stage <the run's overrides>` on a machine with network")
         return datasets.load_dataset(repo, config, split=split).to_pandas()
     path = Path(source["ref"]).expanduser()
     if path.suffix == ".parquet":
