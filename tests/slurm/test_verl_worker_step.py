@@ -49,3 +49,19 @@ RAY_PIDS=()
     nodes = subprocess.run(["sinfo", "-h", "-N", "-p", slurm_two_nodes.partition, "-o", "%N"], capture_output=True,
                            text=True, timeout=30).stdout.split()
     assert out.read_text().split()[0] == sorted(set(nodes))[-1]  # the second node of the allocation
+
+
+def test_the_profiles_requeue_limit_reaches_the_submitted_job(slurm_cluster, tmp_path):
+    """submitit's own executor, built as the launcher builds it, submits to the test cluster; the job it pickles
+    carries the profile's max_num_timeout as its count of requeues after a time limit (not submitit's 3)."""
+    import submitit
+    from submitit.core.utils import DelayedSubmission
+
+    from harness.config.profiles import executor_arguments, load_profile, submitit_parameters
+
+    profile = load_profile("test_cluster", {"max_num_timeout": 45})
+    executor = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="slurm", **executor_arguments(profile, "slurm"))
+    executor.update_parameters(**submitit_parameters(profile, "slurm"))
+    job = executor.submit(int, "7")
+    assert job.result() == 7
+    assert DelayedSubmission.load(job.paths.submitted_pickle)._timeout_countdown == 45

@@ -4,6 +4,11 @@ real subprocesses where the CLI answers."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +22,8 @@ from harness.launchers.compose import validated as validate
 from harness.trainers.verl.attempt import Attempt, attempt_of, save_freq
 from harness.trainers.verl.cluster_plan import verl_plan_lines
 from harness.trainers.verl.environment import required_packages
+from harness.trainers.verl.layout import Cluster
+from harness.trainers.verl.script import batch_script
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.overrides import RunPaths, job_env, verl_overrides
 from harness.trainers.verl.prepare_data import load_source
@@ -111,3 +118,30 @@ def test_sqlite_on_a_network_filesystem_gets_one_warning(tmp_path):
     assert sqlite_warning("sqlite:////home/me/mlflow.db", mounts) is None
     assert sqlite_warning("http://tracking:5000", mounts) is None
     assert sqlite_warning(f"sqlite:///{tmp_path}/mlflow.db") is None  # this machine's own mount table: local
+
+
+def network_block(nodes: str) -> subprocess.CompletedProcess:
+    """The batch script's interface choice, run by bash as in the job (set -euo pipefail), for NODES=(nodes)."""
+    script = batch_script(run_name="r", command=["python", "-m", "verl.trainer.main_ppo", "--config-name=x"], env={},
+                          shape=Cluster(2, 8, "test"), python="python3", data_spec=Path("/d"), ray_port=None,
+                          log_hint="")
+    block = re.search(r'^ROUTE_IP=""\n.*?^HEAD_IP=.*?\n', script, re.M | re.S).group(0)
+    code = f"set -euo pipefail\nNNODES=2\nNODES=({nodes})\n{block}echo \"${{NCCL_SOCKET_IFNAME:-}} ${{GLOO_SOCKET_IFNAME:-}} $HEAD_IP\"\n"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_SOCKET_IFNAME")}
+    return subprocess.run(["bash", "-c", code], capture_output=True, text=True, timeout=30, env=env)
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="no iproute2 here")
+def test_the_job_takes_the_interface_of_the_route_to_the_other_node():
+    gateway = subprocess.run(["ip", "-4", "route", "show", "default"], capture_output=True, text=True).stdout.split()
+    if "via" not in gateway:
+        pytest.skip("no default route here to stand for the other node")
+    peer = gateway[gateway.index("via") + 1]
+    route = subprocess.run(["ip", "-o", "route", "get", peer], capture_output=True, text=True).stdout.split()
+    proc = network_block(f"{socket.gethostname()} {peer}")
+    assert proc.returncode == 0, proc.stderr
+    device, source = route[route.index("dev") + 1], route[route.index("src") + 1]
+    assert proc.stdout.split()[-3:] == [device, device, source]  # NCCL, Gloo, and Ray's head address on it
+    # a peer name that does not resolve (the test cluster's second node) or the loopback route: no interface set
+    unresolved = network_block(f"{socket.gethostname()} no-such-node.invalid")
+    assert unresolved.returncode == 0 and "network interface (any" in unresolved.stdout

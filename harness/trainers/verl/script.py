@@ -98,7 +98,7 @@ RAY_PORT_BLOCK=$(( 10 + RAY_WORKER_PORTS ))
 # above), else the interface of the head's route to the other nodes; the head's address is its address there
 ROUTE_IP=""
 if [ -z "${{NCCL_SOCKET_IFNAME:-}}" ] && [ "$NNODES" -gt 1 ] && command -v ip >/dev/null; then
-  PEER_IP=$(getent ahostsv4 "${{NODES[1]}}" | awk '{{print $1; exit}}')
+  PEER_IP=$(getent ahostsv4 "${{NODES[1]}}" | awk '{{print $1; exit}}' || true)
   ROUTE=$(ip -o route get "${{PEER_IP:-0.0.0.0}}" 2>/dev/null || true)
   IFACE=$(sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' <<<"$ROUTE")
   if [ -n "$IFACE" ] && [ "$IFACE" != lo ]; then
@@ -106,7 +106,7 @@ if [ -z "${{NCCL_SOCKET_IFNAME:-}}" ] && [ "$NNODES" -gt 1 ] && command -v ip >/
     ROUTE_IP=$(sed -n 's/.* src \\([0-9.]*\\).*/\\1/p' <<<"$ROUTE")
   fi
 elif [ -n "${{NCCL_SOCKET_IFNAME:-}}" ] && command -v ip >/dev/null; then
-  ROUTE_IP=$(ip -o -4 addr show dev "$NCCL_SOCKET_IFNAME" 2>/dev/null | awk '{{sub("/.*", "", $4); print $4; exit}}')
+  ROUTE_IP=$(ip -o -4 addr show dev "$NCCL_SOCKET_IFNAME" 2>/dev/null | awk '{{sub("/.*", "", $4); print $4; exit}}' || true)
 fi
 echo "harness: network interface ${{NCCL_SOCKET_IFNAME:-(any: one node, or the route is the loopback)}}"
 # the head's IPv4 address on that network, else the first non-loopback address its name resolves to
