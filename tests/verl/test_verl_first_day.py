@@ -21,7 +21,8 @@ from harness.launchers.compose import compose
 from harness.launchers.compose import validated as validate
 from harness.trainers.verl.attempt import Attempt, attempt_of, save_freq
 from harness.trainers.verl.cluster_plan import verl_plan_lines
-from harness.trainers.verl.environment import required_packages
+from harness.trainers.verl.driver import driver_problem
+from harness.trainers.verl.environment import check_environment, required_packages
 from harness.trainers.verl.layout import Cluster
 from harness.trainers.verl.script import batch_script
 from harness.trainers.verl.options import verl_options
@@ -145,3 +146,31 @@ def test_the_job_takes_the_interface_of_the_route_to_the_other_node():
     # a peer name that does not resolve (the test cluster's second node) or the loopback route: no interface set
     unresolved = network_block(f"{socket.gethostname()} no-such-node.invalid")
     assert unresolved.returncode == 0 and "network interface (any" in unresolved.stdout
+
+
+def test_the_environments_cuda_must_be_the_profiles(tmp_path):
+    """The probe reads torch's CUDA build from torch/version.py without importing torch; a CUDA 12 build under a
+    profile that says 13 (the default) is refused in one line naming the set that matches."""
+    packages = tmp_path / "site"
+    for name, text in (("verl", "__version__ = '0.9.1'\n"), ("ray", "__version__ = '2.60.0'\n"),
+                       ("torch", "")):
+        (packages / name).mkdir(parents=True)
+        (packages / name / "__init__.py").write_text(text)
+    (packages / "torch" / "version.py").write_text("__version__ = '2.10.0'\ncuda: Optional[str] = '12.8'\n")
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(f"#!/usr/bin/env bash\nPYTHONPATH={packages} exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    with pytest.raises(ValueError) as err:
+        check_environment(str(python), "profile verl_python")
+    line = str(err.value)
+    assert "has a torch built for CUDA 12.8, the profile's verl_cuda is 13" in line
+    assert "set verl_cuda: 12 in the profile" in line
+    check_environment(str(python), "profile verl_python", cuda=12)
+
+
+def test_an_old_driver_is_pointed_at_the_cuda_12_set():
+    line = driver_problem("570.124.06", "13.0")
+    assert "requirements-gpu-cu12.txt" in line and "verl_cuda: 12" in line
+    assert "requirements-gpu-cu12.txt" not in driver_problem("470.82.01", "13.0")  # CUDA 11 only: no set of ours
+    assert driver_problem("550.54.15", "12.8") is None
