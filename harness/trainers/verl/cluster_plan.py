@@ -31,16 +31,15 @@ def verl_plan_lines(specs) -> List[str]:
     spec = verl[0]
     where = site(spec, verl_options(spec))
     profile = profile_for(spec.launcher)
-    hub = ("the nodes may download from the hub (hub_access: true)" if not where.offline else
-           f"offline (HF_HUB_OFFLINE=1); models and data from the stage folder {where.stage_dir}" if where.stage_dir
-           else "offline (HF_HUB_OFFLINE=1), no stage_dir: only local models and data")
-    interface = (f"{where.interface} (the profile's network_interface: NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, "
-                 f"Ray's head address)" if where.interface else
-                 "the head's route to the other nodes (`ip route get <node>` in the job; set network_interface "
-                 "in the profile to name one)" if profile.nodes > 1 else "none needed (one node)")
-    return ["verl:",
-            f"  environment: {where.python} ({REQUIREMENTS.get(where.cuda, '?')}, CUDA {where.cuda})",
+    hub = ("the nodes may download (hub_access: true)" if not where.offline else
+           f"offline; models and data from {where.stage_dir}" if where.stage_dir
+           else "offline, no stage_dir: local models and data only")
+    interface = (f"{where.interface} (the profile's network_interface)" if where.interface else
+                 "the interface of the route to the other nodes (found in the job)" if profile.nodes > 1 else
+                 "none needed (one node)")
+    requirements = REQUIREMENTS.get(where.cuda, "?").rsplit("/", 1)[-1]
+    return ["verl:",  # each line within 80 columns under plan's 2-space indent
+            f"  environment: {where.python} (CUDA {where.cuda}: {requirements})",
             f"  hub: {hub}",
-            f"  network interface: {interface}",
-            f"  requeue: up to {profile.max_num_timeout} time-outs (max_num_timeout); validation before "
-            f"training only on the first attempt"]
+            f"  network: {interface}",
+            f"  requeue: up to {profile.max_num_timeout} time-outs; validation on the first attempt only"]
