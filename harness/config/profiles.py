@@ -109,9 +109,13 @@ SIGNAL_DELAY_S = 90  # submitit's default signal_delay_s: the signal comes this 
 def executor_arguments(profile: ClusterProfile, cluster: str) -> Dict[str, Any]:
     """submitit.AutoExecutor's keywords: without srun, the batch shell execs submitit's python, so that the
     `B:` signal (sent to the batch shell's process only) reaches submitit's handler instead of killing bash."""
-    if cluster != "slurm" or profile.use_srun:
+    if cluster != "slurm":
         return {}
-    return {"slurm_python": f"exec {shlex.quote(sys.executable)}"}
+    # how often submitit requeues a job that reached its time limit (submitit's default, 3, ends a multi-day run)
+    requeue = {"slurm_max_num_timeout": profile.max_num_timeout}
+    if profile.use_srun:
+        return requeue
+    return {**requeue, "slurm_python": f"exec {shlex.quote(sys.executable)}"}
 
 
 def check_partition(partition: Optional[str]) -> None:

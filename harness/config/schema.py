@@ -108,6 +108,15 @@ class ClusterResources:
     stage_dir: Optional[str] = None
     offline: bool = False
     gpu_memory_gb: Optional[float] = None
+    # trainer=verl, a cluster's first day (launchers/verl/README.md): whether the nodes may download from the
+    # Hugging Face hub (false: offline, everything staged), the CUDA major of the nodes' verl environment (13:
+    # requirements-gpu.txt, driver >= 580; 12: requirements-gpu-cu12.txt, driver 535-570; null: 13), the network
+    # interface of NCCL, Gloo and Ray's head address (null: the route's to the other nodes, found in the job),
+    # and how often submitit requeues a job that hit its time limit
+    hub_access: bool = False
+    verl_cuda: Optional[int] = None
+    network_interface: Optional[str] = None
+    max_num_timeout: int = 60
     # the nodes are this machine (launchers/slurm_test_cluster): a tracking store at 127.0.0.1 reaches them
     allow_loopback_tracking: bool = False
     setup: List[str] = field(default_factory=list)  # shell lines run before each job (module load, ...)

@@ -30,6 +30,8 @@ from harness.infra.secrets import scrub
 from harness.tracking.store import experiment_name, output_root, tracking_uri
 from harness.trainers.checkpoint import checkpoint_paths, checkpoint_step
 from harness.trainers.ensemble.grouping import shape_key
+from harness.trainers.verl.cluster_plan import verl_plan_lines
+from harness.infra.refused import Refused
 
 DEFAULT_PROFILE = "test_cluster"  # launcher=slurm's launcher.profile (harness/launchers/registry.py)
 
@@ -128,7 +130,10 @@ def _cluster_lines(launcher, jobs: Sequence[Job], layout) -> List[str]:
         folder = Path(str(OmegaConf.select(config, "hydra.sweep.dir") or "<sweep folder>"))
         job_name = str(OmegaConf.select(config, "hydra.job.name") or "job")
         lines += [f"  {line}" for line in sbatch_lines(profile, job_name, tasks, folder)]
-    return lines
+    try:  # trainer=verl: its site, network and requeue; refused when its megatron pins are missing
+        return lines + verl_plan_lines([job.spec for job in jobs])
+    except ValueError as err:
+        raise Refused(str(err).splitlines()[0]) from None
 
 
 def _tracking_line(spec) -> str:

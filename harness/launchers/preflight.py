@@ -3,6 +3,7 @@ submitted: the output folders, the cluster, the built-in tasks, resumes, and the
 `--dry-run`'s plans instead of a launch. A failed check is one line (`Refused`, exit code 2)."""
 from __future__ import annotations
 
+import sys
 from typing import List, Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -13,7 +14,8 @@ from harness.launchers.gpu_workers import check_devices
 from harness.launchers.registry import runs_here
 from harness.config.profiles import check_partition, profile_for
 from harness.infra.refused import Refused
-from harness.tracking.store import prepare_stores
+from harness.tracking.store import prepare_stores, tracking_uri
+from harness.config.network_fs import sqlite_warning
 from harness.trainers.builtin.tasks import check_task
 from harness.trainers.resume import check_resumes
 from harness.trainers.verl.dry_run import print_plans
@@ -48,6 +50,10 @@ def _check_cluster(specs: List[DictConfig]) -> None:
     on_slurm = [s for s in specs if s.launcher.get("cluster") == "slurm"]
     for partition in sorted({profile_for(s.launcher).partition for s in on_slurm} - {None}):
         check_partition(partition)
+    for uri in sorted({tracking_uri(s) for s in specs if s.launcher.get("cluster") is not None}):
+        warning = sqlite_warning(uri)  # SQLite over NFS, Lustre, GPFS: one warning naming the alternatives
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     if any(s.trainer.name == "verl" for s in specs):
         check_runs(specs)  # the verl environment each run names imports verl and ray at the expected versions
 

@@ -7,9 +7,14 @@
 # must run the CUDA of that torch (13.0 for torch 2.11.0: driver >= 580.65.06; launchers/verl/README.md).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+#   launchers/verl/make_gpu_venv.sh /shared/envs/verl-cu12 cu12   # driver 535-570: requirements-gpu-cu12.txt
 venv="${1:?give the folder of the new environment, e.g. /shared/envs/verl}"
 python="${PYTHON:-python3.11}"
-reqs="$here/requirements-gpu.txt"
+case "${2:-cu13}" in
+  cu13) reqs="$here/requirements-gpu.txt" ;;
+  cu12) reqs="$here/requirements-gpu-cu12.txt" ;;
+  *) echo "make_gpu_venv.sh: the second argument is cu13 (default) or cu12, not ${2}" >&2; exit 2 ;;
+esac
 pin() { grep -E "^$1==" "$reqs"; }
 "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check)

@@ -30,16 +30,16 @@ CASES = [
     (["model=DeepSeek-R1-Distill-Qwen-1.5B", "trainer.verl.rollout_tensor_parallel=8"],
      "must divide its 12 attention heads"),
     (["launcher=slurm"], "launcher.gpus_per_node=0 is not allowed with trainer=verl"),
-    (["launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2", "launcher.use_srun=true"],
+    (["launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true", "launcher.nodes=2", "launcher.use_srun=true"],
      "launcher.nodes=2 is not allowed with trainer=verl yet"),
-    (["launcher=slurm", "launcher.profile=gpu_node8", "trainer.verl.rollout_tensor_parallel=16"],
+    (["launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true", "trainer.verl.rollout_tensor_parallel=16"],
      "must divide the GPUs per node (8, launcher profile 'gpu_node8')"),
-    (["launcher=slurm", "launcher.profile=gpu_node", "launcher.gpus_per_node=8"],
+    (["launcher=slurm", "launcher.profile=gpu_node", "launcher.hub_access=true", "launcher.gpus_per_node=8"],
      "launcher.cpus_per_task=16 is not allowed with trainer=verl on 8 GPU(s) per node: verl 0.9.1 reserves 34 CPUs "
      "in Ray on the head node"),
-    (["launcher=slurm", "launcher.profile=gpu_node", "launcher.cpus_per_task=8"],
+    (["launcher=slurm", "launcher.profile=gpu_node", "launcher.hub_access=true", "launcher.cpus_per_task=8"],
      "set launcher.cpus_per_task=13 or more (launcher profile 'gpu_node')"),
-    (["experiment=dppo_moe_qwen3_30b", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2",
+    (["experiment=dppo_moe_qwen3_30b", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true", "launcher.nodes=2",
       "launcher.mem_gb=64"], "launcher.mem_gb=64 does not fit trainer.verl.offload=true for model=Qwen3-30B-A3B-Base"),
     (["precision=fp8_e2e"], "precision=fp8_e2e is not allowed with trainer.verl.strategy=fsdp"),
     (["precision=fp32"], "precision=fp32 is not allowed with trainer=verl: runs are set up for 16-bit compute only "
@@ -88,7 +88,7 @@ def test_the_builtin_trainer_refuses_the_papers_datasets():
 
 def test_the_cli_refuses_before_anything_starts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "harness", "trainer=verl", "model.path=/nonexistent/ckpt",
-                           "launcher=slurm", "launcher.profile=gpu_node"], cwd=tmp_path, capture_output=True,
+                           "launcher=slurm", "launcher.profile=gpu_node", "launcher.hub_access=true"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300, env={"HARNESS_OUTPUT_ROOT": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [

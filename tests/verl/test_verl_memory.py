@@ -8,7 +8,7 @@ import pytest
 from harness.launchers.compose import compose
 from harness.config.errors import ConfigError
 from harness.launchers.compose import validated as validate
-from harness.trainers.verl.memory import (Model, Setup, activations_gb, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
+from harness.trainers.verl.memory import (Model, Setup, activations_gb, padded_micro_tokens, offloaded_gb, refusal, resident_gb, rollout_gb, tp_candidates,
                                           training_gb)
 from harness.trainers.verl.overrides import RunPaths, verl_overrides
 
@@ -92,7 +92,7 @@ def test_trainer_beside_vllm_names_offload():
     assert line.startswith("trainer.verl.offload=false does not fit model=Qwen3-8B-Base")
 
 
-GPU_NODE_2X8 = ["launcher=slurm", "launcher.profile=gpu_node8", "launcher.nodes=2"]
+GPU_NODE_2X8 = ["launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true", "launcher.nodes=2"]
 
 
 def test_preflight_refuses_a_preset_that_cannot_fit():
@@ -104,7 +104,7 @@ def test_preflight_refuses_a_preset_that_cannot_fit():
 def test_vllm_is_told_the_length_the_preflight_holds_kv_for():
     """verl leaves rollout.max_model_len unset and vLLM then sizes for the model's context (32,768 tokens for
     Qwen3): the overrides pass prompt + response, the number the refusal names."""
-    run = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8"]
+    run = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true"]
     items = dict(item.split("=", 1) for item in verl_overrides(validate(compose(run)), RunPaths(Path("/run"))))
     assert items["actor_rollout_ref.rollout.max_model_len"] == str(2048 + 14336)
     with pytest.raises(ConfigError, match=r"KV of one 16384-token sequence\) of its 16.0 GB"):
@@ -179,8 +179,23 @@ def test_entropy_checkpointing_is_named_when_the_entropy_tips_it_over():
     assert line.endswith(f"at most {fits} tokens per micro-batch fit (trainer.verl.max_tokens_per_gpu), or more GPUs")
 
 
-DENSE_8B = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8",
-            "trainer.verl.offload=true", "trainer.verl.max_tokens_per_gpu=98304"]
+DENSE_8B = ["experiment=dppo_dense_qwen3_8b", "delta=0.2", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true",
+            "trainer.verl.offload=true", "trainer.verl.max_tokens_per_gpu=98304", "trainer.verl.attention=flash_attention_2"]
+
+
+def test_padded_micro_batches_count_their_padding():
+    # sdpa (use_remove_padding=false): the 98,304-token limit holds up to 24 sequences of >= 4,096 real tokens, each
+    # padded to 16,384: 393,216 tokens a micro-batch, not 98,304 (flash-attn's packed sequences: 98,304, fits)
+    sdpa = [item for item in DENSE_8B if not item.startswith("trainer.verl.attention")]
+    with pytest.raises(ConfigError) as err:
+        validate(compose(sdpa))
+    line = str(err.value)
+    assert "\n" not in line and "of a 393216-token micro-batch" in line
+    assert "pads each micro-batch to its longest sequence: up to 24 sequences x 16384 tokens" in line
+    assert "trainer.verl.attention=flash_attention_2 packs them" in line
+    assert padded_micro_tokens(16384, 98304, 4, 64, packed=True) == (98304, "")
+    assert padded_micro_tokens(16384, None, 4, 64, packed=False) == (4 * 16384, "")
+    assert padded_micro_tokens(16384, 98304, 4, 8, packed=False)[0] == 8 * 16384  # the mini-batch has only 8
 
 
 def test_preflight_counts_the_entropy_and_offers_entropy_checkpointing():
@@ -198,7 +213,7 @@ def test_one_node_moe_preset_is_refused_and_megatron_has_no_entropy_checkpointin
     with pytest.raises(ConfigError, match=r"^model=Qwen3-30B-A3B-Base does not fit training on 8 GPUs: 76.5 GB of "
                                           r"model states \+ 13.2 GB of activations"):
         validate(compose(["experiment=dppo_moe_qwen3_30b", "delta=0.2", "launcher=slurm",
-                          "launcher.profile=gpu_node8"]))
+                          "launcher.profile=gpu_node8", "launcher.hub_access=true"]))
     with pytest.raises(ConfigError, match=r"^trainer.verl.entropy_checkpointing=True .*false with "
                                           r"trainer.verl.strategy=megatron"):
         validate(compose(["experiment=dppo_moe_qwen3_30b", "delta=0.2", *GPU_NODE_2X8,

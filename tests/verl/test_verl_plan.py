@@ -39,7 +39,7 @@ def check_golden(name: str, text: str) -> None:
 @pytest.mark.parametrize("name,overrides", [
     ("dry_run_default.txt", ["trainer=verl"]),
     ("dry_run_drpo_fp8_e2e_slurm.txt", ["experiment=drpo_qwen3_30b_a3b_fp8_e2e", "launcher=slurm",
-                                        "launcher.profile=gpu_node8", "launcher.nodes=2"]),
+                                        "launcher.profile=gpu_node8", "launcher.hub_access=true", "launcher.nodes=2"]),
     ("dry_run_bandpo_recompute.txt", ["experiment=bandpo_qwen2_5_3b", "trainer.verl.local_gpus=4"]),
 ])
 def test_dry_run_command_and_batch_script_are_golden(name, overrides):
@@ -145,7 +145,7 @@ def test_override_values_are_quoted_for_hydra():
 
 
 def test_slurm_shape_comes_from_the_launcher_profile():
-    o = overrides_for("trainer=verl", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.gpus_per_node=4")
+    o = overrides_for("trainer=verl", "launcher=slurm", "launcher.profile=gpu_node8", "launcher.hub_access=true", "launcher.gpus_per_node=4")
     assert (o["trainer.nnodes"], o["trainer.n_gpus_per_node"]) == ("1", "4")
     local = overrides_for("trainer=verl", "trainer.verl.local_gpus=2")
     assert (local["trainer.nnodes"], local["trainer.n_gpus_per_node"]) == ("1", "2")

@@ -30,9 +30,12 @@ def driver_problem(driver: str, cuda: str) -> Optional[str]:
     need = MIN_DRIVER.get(major)
     if need is None or _version(driver) >= _version(need):
         return None
+    fit = max((m for m, v in MIN_DRIVER.items() if _version(driver) >= _version(v)), default=None)
+    other = (f"; this driver runs CUDA {fit}: build the environment from launchers/verl/requirements-gpu-cu12.txt and "
+             f"set verl_cuda: 12 in the launcher profile" if fit == 12 else
+             ", or build the environment with a torch for the driver's CUDA")
     return (f"harness: the NVIDIA driver {driver} is too old for the verl environment's torch, built for CUDA {cuda} "
-            f"(needs driver >= {need}); update the driver, run on nodes that have it, or build the environment "
-            f"with a torch for the driver's CUDA (launchers/verl/README.md)")
+            f"(needs driver >= {need}); update the driver or run on nodes that have it{other} (launchers/verl/README.md)")
 
 
 def installed_driver() -> Optional[str]:

@@ -28,6 +28,14 @@ verl's hybrid engine puts vLLM and the trainer on the same GPUs. Three budgets p
    parameter shard (gradients are dropped) and the optimizer's 12 bytes / GPUs), times the GPUs of a node,
    against the 70% of the node's `mem_gb` that Ray's object store (30%, script.py) leaves.
 
+Padding (`padded_micro_tokens`): the micro-batch's T is what the actor computes, padding included. verl packs
+sequences (use_remove_padding) only with flash-attn's varlen kernels (fsdp) or TransformerEngine (megatron); with
+sdpa every sequence of a micro-batch is padded to the longest (fsdp/transformer_impl.py). verl's dynamic batch
+size bounds a micro-batch's real tokens (max_tokens_per_gpu), not its sequences: short ones fill it, and one long
+one pads all of them. The preflight counts sequences of at least SHORTEST_SHARE of prompt + response (shorter ones
+pad more: a refusal is certain, passing is not): T = min(the mini-batch's sequences on one GPU,
+max_tokens_per_gpu / (SHORTEST_SHARE x prompt + response)) x prompt + response.
+
 A layer's recomputed intermediates, attention workspaces, the optimizer step's temporaries and CUDA graphs
 are not counted: a refusal means the run cannot fit; passing is necessary, not sufficient. The refusal names
 the setting that would fit (a rollout tensor-parallel size, offload, entropy checkpointing, fewer tokens).
@@ -36,7 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 GB = 1e9
 
@@ -70,6 +78,21 @@ class Setup:
     host_gb: Optional[float] = None  # host memory of a node's task (mem_gb); None: unknown, not checked
     micro_tokens: int = 0  # tokens of one micro-batch on one GPU (0: activations not counted)
     entropy: bool = False  # the update's backward keeps the entropy's softmax (no entropy_checkpointing)
+    padding: str = ""  # why micro_tokens counts padding (padded_micro_tokens), for the refusal
+
+
+def padded_micro_tokens(sequence: int, max_tokens: Optional[int], micro_batch: int, sequences_per_gpu: int,
+                        packed: bool) -> Tuple[int, str]:
+    """(tokens one micro-batch computes, the padding's explanation or ""): packed sequences count their real
+    tokens; padded ones the full length of each sequence a micro-batch can hold."""
+    if max_tokens is None:
+        return micro_batch * sequence, ""
+    if packed:
+        return max_tokens, ""
+    rows = max(1, min(sequences_per_gpu, int(max_tokens // max(1.0, SHORTEST_SHARE * sequence))))
+    return rows * sequence, (f"; with attention=sdpa verl pads each micro-batch to its longest sequence: up to "
+                             f"{rows} sequences x {sequence} tokens under max_tokens_per_gpu={max_tokens} (each >= "
+                             f"{SHORTEST_SHARE:g} x {sequence})")
 
 
 def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
@@ -79,6 +102,9 @@ def rollout_gb(m: Model, s: Setup, tp: Optional[int] = None) -> float:
     return (weights + kv_per_token * s.sequence) / GB
 
 
+SHORTEST_SHARE = 0.25  # padded micro-batches: the shortest sequence counted, a share of prompt + response
+PADDING_HINT = ("trainer.verl.attention=flash_attention_2 packs them (a flash-attn wheel in the environment), or "
+                "max_tokens_per_gpu=null with a trainer.verl.micro_batch_per_gpu that fits")
 OBJECT_STORE_SHARE = 0.3  # of the job's memory, Ray's object store (script.py)
 
 
@@ -179,7 +205,8 @@ def refusal(m: Model, s: Setup, where: str) -> Optional[str]:
     if train > s.gpu_gb:
         return (f"model={m.name} does not fit training on {s.gpus} GPUs: {states_gb(m, s):.1f} GB of model states + "
                 f"{activations_gb(m, s):.1f} GB of activations of a {s.micro_tokens}-token micro-batch "
-                f"({_activation_parts(m, s)}) per GPU of {s.gpu_gb:g} GB ({where}); {_training_hint(m, s)}")
+                f"({_activation_parts(m, s)}) per GPU of {s.gpu_gb:g} GB ({where}){s.padding}; "
+                f"{_training_hint(m, s) if not s.padding else PADDING_HINT}")
     host = offloaded_gb(m, s) * s.gpus_per_node
     usable = (1 - OBJECT_STORE_SHARE) * (s.host_gb or 0.0)
     if s.host_gb is not None and host > usable:

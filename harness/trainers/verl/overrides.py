@@ -17,7 +17,9 @@ from harness.trainers.verl import layout
 from harness.trainers.verl.objective import ENV_VAR, anchor_overrides, loss_mode
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS, TQ_STORAGE_UNITS_KEY
-from harness.trainers.verl.site import site
+from harness.config.profiles import profile_for
+from harness.trainers.verl.attempt import Attempt, save_freq
+from harness.trainers.verl.site import on_cluster, site
 
 PLUGIN_MODULE = "harness.trainers.verl.plugin"
 ADVANTAGES = {"grpo": ("grpo", True), "drgrpo": ("grpo", False), "rloo": ("rloo", True)}
@@ -76,6 +78,11 @@ def job_env(cfg, paths: RunPaths, root: Path) -> Dict[str, str]:
     env = {"PYTHONPATH": str(root), ENV_VAR: str(paths.objective), "VERL_FILE_LOGGER_PATH": str(paths.metrics)}
     if hub_offline(cfg, options):
         env.update(OFFLINE_ENV)
+    where = site(cfg, options)
+    if where.cluster and where.stage_dir is not None:  # the hub libraries' cache on the shared stage, not in $HOME
+        env["HF_HOME"] = str(where.stage_dir / HF_HOME_DIR)
+    if where.interface:  # the profile's network interface (else the script finds the route's, script.py)
+        env.update({name: where.interface for name in SOCKET_IFNAME_VARS})
     if layout.precision(cfg, options).train_dtype == "fp8":
         env.update(FP8_TRAINING_ENV)
     env.update({str(k): str(v) for k, v in options.env.items()})
@@ -85,6 +92,9 @@ def job_env(cfg, paths: RunPaths, root: Path) -> Dict[str, str]:
 # TransformerEngine's block-wise FP8 with fp32 scales, which verl-recipe's FP8 end-to-end run requires on every
 # node (low_precision/README.md, "Required environment variables")
 FP8_TRAINING_ENV = {"NVTE_FP8_BLOCK_SCALING_FP32_SCALES": "1"}
+
+HF_HOME_DIR = "hf-home"  # under the stage folder: the cache every node of a cluster run shares
+SOCKET_IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")  # torch.distributed's and NCCL's interface
 
 # The hub libraries' own switches: read local files and the cache only, never the network
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -119,11 +129,13 @@ def config_name(cfg) -> str:
 
 
 def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Optional[str] = None,
-                   root: Optional[Path] = None) -> List[str]:
+                   root: Optional[Path] = None, attempt: Attempt = Attempt()) -> List[str]:
     """The main_ppo overrides, in a stable order (model, data, actor, rollout, algorithm, reward, trainer).
 
     resume_from: a verl checkpoint folder (…/global_step_N) of another run to start from; by default verl
     resumes from this run's own latest checkpoint, if any (a requeued job continues where it stopped).
+    attempt: which attempt of the run this is (attempt.py): validation before training and the checkpoint
+    frequency follow from it.
     """
     o = verl_options(cfg)
     t = cfg.trainer
@@ -211,9 +223,9 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         ("trainer.total_training_steps", t.steps),
         ("trainer.total_epochs", 100000),  # steps bound the run, not epochs
         ("trainer.test_freq", t.eval_every),
-        ("trainer.save_freq", t.checkpoint_every),
+        ("trainer.save_freq", save_freq(t.checkpoint_every, _time_limit(cfg), _step_seconds(o, attempt))),
         ("trainer.max_actor_ckpt_to_keep", o.keep_checkpoints),  # no critic: GRPO/RLOO advantages
-        ("trainer.val_before_train", True),
+        ("trainer.val_before_train", attempt.first),  # a requeued attempt's step-0 evaluation is recorded
         ("trainer.logger", ["console", "file"]),
         ("trainer.project_name", cfg.experiment_name),
         ("trainer.experiment_name", run_name),
@@ -226,6 +238,16 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
     env = job_env(cfg, paths, root)
     out += [(f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}", v) for k, v in env.items() if k != "PYTHONPATH"]
     return [f"{key}={value(v)}" for key, v in out] + list(o.extra)
+
+
+def _time_limit(cfg) -> Optional[float]:
+    """The job's time limit in minutes (a cluster profile's timeout_min), None for a run here."""
+    return float(profile_for(cfg.launcher).timeout_min) if on_cluster(cfg) else None
+
+
+def _step_seconds(o, attempt: Attempt) -> Optional[float]:
+    """The step time measured by an earlier attempt, else the estimate trainer.verl.step_minutes."""
+    return attempt.step_seconds or (o.step_minutes * 60 if o.step_minutes else None)
 
 
 def _batch_size(o) -> List[tuple]:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 from omegaconf import OmegaConf
 
 from harness.trainers.verl import layout
+from harness.trainers.verl.attempt import Attempt
 from harness.trainers.verl.objective import objective_spec
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.overrides import RunPaths, config_name, harness_root, job_env, verl_overrides
@@ -50,13 +51,14 @@ def run_label(cfg, run_dir: Path) -> str:
     return f"{cfg.algo.name}-{run_dir.name}"
 
 
-def build_plan(cfg, run_dir: Path, resume_from: Optional[str] = None, root: Optional[Path] = None) -> Plan:
-    """The plan of a validated trainer=verl run whose folder is `run_dir`."""
+def build_plan(cfg, run_dir: Path, resume_from: Optional[str] = None, root: Optional[Path] = None,
+               attempt: Attempt = Attempt()) -> Plan:
+    """The plan of a validated trainer=verl run whose folder is `run_dir` (`attempt`: which attempt of it)."""
     paths = RunPaths(Path(run_dir))
     root = root or harness_root()
     options = verl_options(cfg)
     label = run_label(cfg, paths.run_dir)
-    overrides = verl_overrides(cfg, paths, run_name=label, resume_from=resume_from, root=root)
+    overrides = verl_overrides(cfg, paths, run_name=label, resume_from=resume_from, root=root, attempt=attempt)
     python = site(cfg, options).python or "python3"  # unnamed on a cluster: refused by validation
     command = main_ppo_command(python, config_name(cfg), overrides)
     shape = layout.cluster(cfg, options)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -27,6 +28,9 @@ def load_source(source: Dict[str, Any]):
 
     hub = parse_hub_ref(source["ref"])
     if hub is not None:
+        if not Path(hub[0]).is_dir() and os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes"):
+            raise SystemExit(f"prepare_data: {source['ref']} is not staged and this node is offline (HF_DATASETS_OFFLINE): "
+                             f"run `python -m harness stage <the run's overrides>` on a machine with network")
         try:
             import datasets
         except ImportError:

@@ -94,8 +94,23 @@ RAY_WORKER_PORTS=$(( RAY_CPUS + {RAY_WORKER_PORTS_PER_GPU} * RAY_GPUS + {RAY_WOR
 RAY_WORKER_PORTS=$(( RAY_WORKER_PORTS > {RAY_PORT_BLOCK - 10} ? RAY_WORKER_PORTS : {RAY_PORT_BLOCK - 10} ))
 RAY_PORT_BLOCK=$(( 10 + RAY_WORKER_PORTS ))
 {port_base}
-# the head's IPv4 address on the allocation's network (the first non-loopback address its name resolves to)
-HEAD_IP=${{HARNESS_RAY_HEAD_IP:-$(getent ahostsv4 "${{NODES[0]}}" | awk '$1 !~ /^127\\./ {{print $1; exit}}')}}
+# the network of NCCL, Gloo and Ray's head address: the profile's network_interface (NCCL_SOCKET_IFNAME, exported
+# above), else the interface of the head's route to the other nodes; the head's address is its address there
+ROUTE_IP=""
+if [ -z "${{NCCL_SOCKET_IFNAME:-}}" ] && [ "$NNODES" -gt 1 ] && command -v ip >/dev/null; then
+  PEER_IP=$(getent ahostsv4 "${{NODES[1]}}" | awk '{{print $1; exit}}' || true)
+  ROUTE=$(ip -o route get "${{PEER_IP:-0.0.0.0}}" 2>/dev/null || true)
+  IFACE=$(sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' <<<"$ROUTE")
+  if [ -n "$IFACE" ] && [ "$IFACE" != lo ]; then
+    export NCCL_SOCKET_IFNAME="$IFACE" GLOO_SOCKET_IFNAME="$IFACE"
+    ROUTE_IP=$(sed -n 's/.* src \\([0-9.]*\\).*/\\1/p' <<<"$ROUTE")
+  fi
+elif [ -n "${{NCCL_SOCKET_IFNAME:-}}" ] && command -v ip >/dev/null; then
+  ROUTE_IP=$(ip -o -4 addr show dev "$NCCL_SOCKET_IFNAME" 2>/dev/null | awk '{{sub("/.*", "", $4); print $4; exit}}' || true)
+fi
+echo "harness: network interface ${{NCCL_SOCKET_IFNAME:-(any: one node, or the route is the loopback)}}"
+# the head's IPv4 address on that network, else the first non-loopback address its name resolves to
+HEAD_IP=${{HARNESS_RAY_HEAD_IP:-${{ROUTE_IP:-$(getent ahostsv4 "${{NODES[0]}}" | awk '$1 !~ /^127\\./ {{print $1; exit}}')}}}}
 HEAD_IP=${{HEAD_IP:-$(hostname -I 2>/dev/null | tr ' ' '\\n' | grep -m1 -E '^[0-9]+(\\.[0-9]+){{3}}$' || true)}}
 HEAD_IP=${{HEAD_IP:-127.0.0.1}}
 export RAY_ADDRESS="$HEAD_IP:$RAY_PORT_BASE"

@@ -2,7 +2,9 @@
 nodes reach the hub, and the memory of one GPU.
 
 Runs on a cluster (their launcher's entry names one: `launcher.cluster`) read these from the launcher profile
-(`verl_python`, `stage_dir`, `offline`, `gpu_memory_gb`); local runs from the environment (`HARNESS_STAGE_DIR`,
+(`verl_python`, `stage_dir`, `hub_access`/`offline`, `gpu_memory_gb`, `verl_cuda`, `network_interface`): a cluster
+is offline unless its profile says `hub_access: true` (compute nodes often have no internet, and every worker
+would fill its home cache); local runs from the environment (`HARNESS_STAGE_DIR`,
 `HF_HUB_OFFLINE`) and `trainer.verl.*`. The explicit `trainer.verl.python` (or `$HARNESS_VERL_PYTHON`) wins over
 the profile's `verl_python`.
 """
@@ -28,6 +30,8 @@ class Site:
     gpu_memory_gb: Optional[float]  # one GPU's memory; None: unknown (no memory preflight)
     name: str  # "launcher profile 'x'" or "this machine"
     cluster: bool
+    cuda: int = 13  # the CUDA major of the verl environment's torch (which requirements set it was built from)
+    interface: Optional[str] = None  # NCCL/Gloo/Ray's network interface (None: the route's to the other nodes)
 
 
 def interpreter(path: str) -> str:
@@ -48,8 +52,9 @@ def site(cfg, options: VerlOptions) -> Site:
         python, source = (options.python, "trainer.verl.python") if options.python else \
             (profile.verl_python, f"{name} verl_python")
         stage = profile.stage_dir or os.environ.get("HARNESS_STAGE_DIR")
-        return Site(interpreter(python) if python else None, source, _folder(stage), bool(profile.offline),
-                    profile.gpu_memory_gb, name, True)
+        offline = bool(profile.offline) or not profile.hub_access
+        return Site(interpreter(python) if python else None, source, _folder(stage), offline,
+                    profile.gpu_memory_gb, name, True, profile.verl_cuda or 13, profile.network_interface)
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in TRUE
     return Site(interpreter(options.python or "python3"), "trainer.verl.python",
                 _folder(os.environ.get("HARNESS_STAGE_DIR")), offline, options.local_gpu_memory_gb, "this machine",

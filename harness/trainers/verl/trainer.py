@@ -27,6 +27,8 @@ from harness.trainers.checkpoint import checkpoint_paths, save_checkpoint
 from harness.trainers.verl.metrics import MetricsFollower, last_logged_step, translate
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.plan import Plan, build_plan
+from harness.trainers.verl.attempt import attempt_of
+from harness.trainers.verl.overrides import RunPaths
 
 POLL_S = 5.0
 STOP_GRACE_S = 30.0
@@ -64,7 +66,9 @@ class VerlTrainer:
         self.cfg, self.run_dir, self.tracker = cfg, Path(run_dir).resolve(), tracker  # absolute: Ray workers
         self.options = verl_options(cfg)
         self.resume_from = self._resume_source()
-        self.plan: Plan = build_plan(cfg, self.run_dir, resume_from=self.resume_from)
+        paths = RunPaths(self.run_dir)
+        self.plan: Plan = build_plan(cfg, self.run_dir, resume_from=self.resume_from,
+                                     attempt=attempt_of(paths.metrics, paths.checkpoints))
         self.last_step = self._recorded_step()
         self.checkpointed: Optional[Path] = latest_verl_checkpoint(self.plan.paths.checkpoints)
         self.final: Dict[str, float] = {}

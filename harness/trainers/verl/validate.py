@@ -18,13 +18,16 @@ from harness.config.errors import ConfigError
 from harness.trainers.verl import layout
 from harness.trainers.verl.objective import unsupported_reason
 from harness.trainers.verl.options import ATTENTIONS, ROUTER_REPLAY, STRATEGIES, VerlOptions, verl_options
-from harness.trainers.verl.memory import Model, Setup, refusal
+from harness.trainers.verl.memory import Model, Setup, padded_micro_tokens, refusal
 from harness.trainers.verl.presets import model_extras, parse_hub_ref
 from harness.trainers.verl.ray_resources import check_cpus
 from harness.trainers.verl.script import RAY_PORT_BLOCK
 from harness.trainers.verl.site import Site, site
+from harness.trainers.verl.environment import REQUIREMENTS
 
-ROLLOUT_ENGINES = ("vllm", "sglang")
+ROLLOUT_ENGINES = ("vllm",)  # each one has a pinned requirements set and is checked in the nodes' environment
+UNSUPPORTED_ROLLOUTS = {"sglang": "no requirements set of the harness pins or checks sglang (verl 0.9.1's sglang "
+                                  "extra is not tested here); use trainer.verl.rollout=vllm"}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 OVERRIDE = re.compile(r"[+~]{0,2}[A-Za-z_][\w.\[\]-]*=.*")
 
@@ -62,7 +65,10 @@ def _check_options(o: VerlOptions) -> None:
     v = "trainer.verl"
     _need(o.strategy in STRATEGIES, f"{v}.strategy", o.strategy, f"one of {', '.join(STRATEGIES)}")
     _need(o.attention in ATTENTIONS, f"{v}.attention", o.attention, f"one of {', '.join(ATTENTIONS)}")
+    _need(o.rollout not in UNSUPPORTED_ROLLOUTS, f"{v}.rollout", o.rollout, UNSUPPORTED_ROLLOUTS.get(o.rollout, ""))
     _need(o.rollout in ROLLOUT_ENGINES, f"{v}.rollout", o.rollout, f"one of {', '.join(ROLLOUT_ENGINES)}")
+    _need(o.step_minutes is None or o.step_minutes > 0, f"{v}.step_minutes", o.step_minutes,
+          "null (measured by an earlier attempt) or minutes > 0")
     _need(o.router_replay in ROUTER_REPLAY, f"{v}.router_replay", o.router_replay, f"one of {', '.join(ROUTER_REPLAY)}")
     for key in ("rollout_tensor_parallel", "train_tensor_parallel", "expert_parallel", "micro_batch_per_gpu",
                 "max_prompt_length", "eval_samples", "lora_alpha"):
@@ -167,12 +173,16 @@ def _check_site(cfg, options: VerlOptions, where: Site) -> None:
     if where.cluster and not where.python:
         raise ValueError(f"trainer.verl.python=None is not allowed on a cluster: name the verl environment of the nodes "
                          f"(verl_python: <venv or python> in the {where.name}, or $HARNESS_VERL_PYTHON)")
+    if where.cuda not in REQUIREMENTS:
+        raise ValueError(f"launcher.verl_cuda={where.cuda!r} is not allowed: one of {', '.join(map(str, REQUIREMENTS))} "
+                         f"(the CUDA major of the nodes' verl environment, {where.name})")
     if where.offline:
         missing = layout.hub_refs(cfg, options)
         if missing:
             key, ref = missing[0]
             folder = f"stage_dir {where.stage_dir}" if where.stage_dir else "no stage_dir"
-            raise ValueError(f"{key}: {ref!r} is neither staged nor reachable: the {where.name} is offline and has "
+            why = "is offline (hub_access: false)" if where.cluster else "is offline"
+            raise ValueError(f"{key}: {ref!r} is neither staged nor reachable: the {where.name} {why} and has "
                              f"{folder}; run `python -m harness stage <the same overrides>` on a machine with network")
 
 
@@ -188,12 +198,15 @@ def _check_memory(cfg, options: VerlOptions, shape: layout.Cluster, where: Site)
                   extras.expert_params_b, hidden=m.hidden_size, vocab=extras.vocab)
     sequence = layout.max_model_len(cfg, options)
     anchor_rollout = OmegaConf.select(cfg, "algo.anchor") == "rollout"  # the update's forward computes the entropy
+    packed = megatron or options.attention == "flash_attention_2"  # use_remove_padding (overrides.py)
+    micro_tokens, padding = padded_micro_tokens(sequence, options.max_tokens_per_gpu, options.micro_batch_per_gpu,
+                                                layout.batches(cfg, options, shape).sequences_per_gpu, packed)
     setup = Setup(gpu_gb=float(where.gpu_memory_gb), gpus_per_node=shape.gpus_per_node, gpus=shape.gpus,
                   utilization=options.gpu_memory_utilization, rollout_tp=options.rollout_tensor_parallel,
                   rollout_bytes=rollout_bytes, sequence=sequence, megatron=megatron,
                   offload=options.offload, train_tp=options.train_tensor_parallel if megatron else 1,
                   expert_parallel=options.expert_parallel if megatron and extras.num_experts else 1,
-                  host_gb=shape.mem_gb, micro_tokens=options.max_tokens_per_gpu or options.micro_batch_per_gpu * sequence,
+                  host_gb=shape.mem_gb, micro_tokens=micro_tokens, padding=padding,
                   entropy=anchor_rollout and (megatron or not options.entropy_checkpointing))
     problem = refusal(model, setup, where.name)
     if problem:
