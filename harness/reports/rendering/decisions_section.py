@@ -83,7 +83,8 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
         need = f"the SESOI {fmt(o.test.sesoi)} needs {o.decision.seeds_needed or '?'} seeds per arm for " \
                f"{design.power:.0%} power{at}"
         if o.command and "--continue=" in o.command:
-            page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}", "action")
+            page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}",
+                      "action")
         elif o.command and design.adaptive:
             page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; {need}. Running them is a new "
                       f"design on fresh seeds, to be reported separately (its test runs at the full α, so it "
