@@ -10,8 +10,9 @@ outright, this takes the group down with it (`harness.infra.group_leader`).
 
 What the harness never uses stays off (MLflow's job queue: a runner and ~7 huey consumer processes, for
 GenAI jobs), and MLflow's start-up chatter stays off the terminal (its INFO lines, uvicorn's process lines,
-a Starlette deprecation warning, the registry-store and security-middleware notices) unless asked for with
-`-v` / HARNESS_LOG_LEVEL=INFO. On a busy 2-core machine it answers after ~32 s instead of ~48 s.
+a Starlette deprecation warning, the registry-store and security-middleware notices, and the tracebacks of
+a known race in MLflow's Assistant panel: `server_output.py`) unless asked for with `-v` /
+HARNESS_LOG_LEVEL=INFO. On a busy 2-core machine it answers after ~32 s instead of ~48 s.
 Point runs at it with `tracking=server` (http://127.0.0.1:5000) or `tracking.uri=http://HOST:PORT`."""
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from harness.infra.parent_death import die_with_parent
+from harness.tracking import server_output
 from harness.tracking.params import scrub
 from harness.tracking.quiet import quiet_libraries, verbose
 from harness.tracking.store import default_root, default_uri, folder_lock
@@ -39,8 +41,6 @@ STOP_TIMEOUT_S = 15.0
 NO_JOB_QUEUE = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 # Starlette's notice about a module MLflow imports, shown once per worker (a UserWarning, so shown by default)
 QUIET_WARNINGS = "ignore:starlette.middleware.wsgi is deprecated:UserWarning"
-# what `mlflow server` echoes on every start whatever its options (click.echo, no logger to set)
-NOTICES = ("[MLflow] Security middleware enabled with default settings",)
 
 
 class BadArgument(Exception):
@@ -162,14 +162,6 @@ def server_env() -> dict:
     return env
 
 
-def _pass_on(stream) -> None:
-    """Copy the server's stderr to ours, less the notices it echoes on every start."""
-    for line in stream:
-        if not line.startswith(NOTICES):
-            sys.stderr.write(line)
-            sys.stderr.flush()
-
-
 def main(argv: List[str]) -> int:
     args = _parse(argv)
     quiet_libraries()  # before mlflow is imported (the store below, the server's processes)
@@ -195,10 +187,11 @@ def main(argv: List[str]) -> int:
         prepare_database(args.backend_store_uri, artifacts.as_uri())
         signal.signal(signal.SIGTERM, request_stop)
         process = subprocess.Popen(server_command(args, artifacts), env=server_env(), start_new_session=True,
-                                   stderr=None if verbose() else subprocess.PIPE, text=True,
+                                   stderr=None if verbose() else subprocess.PIPE,
                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         if process.stderr is not None:
-            relay = threading.Thread(target=_pass_on, args=(process.stderr,), name="server-stderr", daemon=True)
+            relay = threading.Thread(target=server_output.relay, name="server-stderr", daemon=True,
+                                     args=(process.stderr.fileno(), server_output.to_stderr))
             relay.start()
         url = f"http://{args.host}:{args.port}"
         _wait_ready(url, process, args.ready_timeout)

@@ -73,10 +73,12 @@ class DevTools:
         self._ws = await self._http.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0)
         self._next_id = 0
 
-    async def _call(self, method: str, **params: Any) -> dict:
+    async def _call(self, method: str, session: Optional[str] = None, **params: Any) -> dict:
+        """One DevTools command; `session`: a target attached with `frame_session` (else the page)."""
         self._next_id += 1
         call_id = self._next_id
-        await self._ws.send_str(json.dumps({"id": call_id, "method": method, "params": params}))
+        message = {"id": call_id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+        await self._ws.send_str(json.dumps(message))
         while True:
             received = await self._ws.receive()
             if not isinstance(received.data, str):
@@ -89,6 +91,21 @@ class DevTools:
 
     def evaluate(self, expression: str) -> Any:
         result = self._loop.run_until_complete(self._call("Runtime.evaluate", expression=expression,
+                                                          returnByValue=True, awaitPromise=True))
+        return result["result"].get("value")
+
+    def frame_session(self, url_prefix: str) -> Optional[str]:
+        """A session on the page's iframe whose URL starts with `url_prefix` (Chromium runs a sandboxed iframe
+        in its own process: a target of its own, which the page's evaluate does not reach); None if none."""
+        targets = self._loop.run_until_complete(self._call("Target.getTargets"))["targetInfos"]
+        found = [t for t in targets if t["type"] == "iframe" and t["url"].startswith(url_prefix)]
+        if not found:
+            return None
+        return self._loop.run_until_complete(self._call("Target.attachToTarget", targetId=found[0]["targetId"],
+                                                        flatten=True))["sessionId"]
+
+    def evaluate_in(self, session: str, expression: str) -> Any:
+        result = self._loop.run_until_complete(self._call("Runtime.evaluate", session=session, expression=expression,
                                                           returnByValue=True, awaitPromise=True))
         return result["result"].get("value")
 

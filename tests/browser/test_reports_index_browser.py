@@ -27,8 +27,9 @@ def test_parent_run_index_links_every_report_after_a_partial_rebuild(chromium, r
     verdicts = json.loads((sweep_dir / "reports" / "verdicts.json").read_text())  # the answer, first on the index
     assert verdicts and dom.index("<h2>Verdicts</h2>") < dom.index("sensitivity/index.html"), dom[:2000]
     for verdict in verdicts:
-        box = "verdict" if verdict["decided"] else "verdict undecided"
-        assert f'<p class="{box}"><a href="{verdict["report"]}/index.html">' in dom, (verdict, dom[:3000])
+        box, label = ("verdict", "decided") if verdict["decided"] else ("verdict undecided", "not decided")
+        assert (f'<p class="{box}"><span class="label">{label}</span> <a href="{verdict["report"]}/index.html">'
+                in dom), (verdict, dom[:3000])
     links = re.findall(r'<a href="([\w.-]+)/index\.html">([^<]+)</a>', dom)
     assert {kind for kind, _ in links} == before, dom[:2000]
     links = [(kind, title) for kind, title in links if title != kind]  # the verdict section links by kind name
@@ -36,7 +37,7 @@ def test_parent_run_index_links_every_report_after_a_partial_rebuild(chromium, r
     for kind, title in links:
         page = one_shot(chromium, (recorded / kind / "index.html").as_uri(), "--dump-dom")
         assert f"<h1>{title}</h1>" in page, (kind, page[:500])
-        for image in re.findall(r'<img[^>]+src="([^"]+\.png)"', page):
+        for image in re.findall(r'<img[^>]+data-file="([^"]+\.png)"', page):  # shown embedded, kept as files
             assert (recorded / kind / image).is_file(), (kind, image)
 
 

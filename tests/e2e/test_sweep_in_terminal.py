@@ -116,8 +116,9 @@ def test_the_index_page_shows_the_verdicts(sweep):
     _, sweep_dir, _, _ = sweep
     index = (sweep_dir / "reports" / "index.html").read_text()
     for verdict in json.loads((sweep_dir / "reports" / "verdicts.json").read_text()):
-        box = "verdict" if verdict["decided"] else "verdict undecided"
-        shown = re.search(rf'<p class="{box}"><a href="sensitivity/index.html">sensitivity</a> · '
+        box, label = ("verdict", "decided") if verdict["decided"] else ("verdict undecided", "not decided")
+        shown = re.search(rf'<p class="{box}"><span class="label">{label}</span> '
+                          rf'<a href="sensitivity/index.html">sensitivity</a> · '
                           rf'{verdict["subject"]}: {WORDS} to δ', index)
         assert shown and shown.group(1) == verdict["word"], index[:3000]
     assert index.index("<h2>Verdicts</h2>") < index.index("<h2>Reports</h2>")

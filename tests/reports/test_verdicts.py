@@ -26,8 +26,8 @@ def two_verdicts(folder):
 def test_undecided_verdicts_look_unlike_decisions_on_the_page_and_the_index(tmp_path):
     page = two_verdicts(tmp_path)
     html = (page.out_dir / "index.html").read_text()
-    assert '<p class="verdict">dppo: insensitive to δ' in html
-    assert '<p class="verdict undecided">drpo: undecided to δ' in html
+    assert '<p class="verdict"><span class="label">decided</span> dppo: insensitive to δ' in html
+    assert '<p class="verdict undecided"><span class="label">not decided</span> drpo: undecided to δ' in html
     undecided_style = re.search(r"\.verdict\.undecided \{([^}]*)\}", html).group(1)
     decided_style = re.search(r"\n  \.verdict \{([^}]*)\}", html).group(1)
     assert "dashed" in undecided_style and "#4a9a4a" in decided_style and "#4a9a4a" not in undecided_style

@@ -19,7 +19,7 @@ from harness.launchers.folder_claims import FolderTaken
 from harness.reports.rendering.out_folder import ReportsNotWritten, check_report_owner, disk_refusal
 from harness.reports.rendering.parent_run import log_to_parent
 from harness.reports.rendering.page import HTML_NAME, MD_NAME, Page
-from harness.reports.rendering.render import render_page
+from harness.reports.rendering.render import ARTIFACTS, render_page
 from harness.reports.rendering.registry import default_kinds, get_kind, list_kinds
 from harness.reports.rendering.verdict_tags import log_verdicts
 from harness.reports.rendering.verdicts import Verdict, gather, index_html, index_markdown
@@ -204,5 +204,6 @@ def _write_index(data: SweepData, result: BuildResult, folder: Path, kinds: Sequ
     body = index_html(result.verdicts) + "<h2>Reports</h2><ul>" + "".join(items) + "</ul>"
     meta = f"{len(data.runs)} runs · data: {data.source}"
     folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(folder / HTML_NAME, render_page(f"Reports of sweep {data.sweep_id}", meta, body))
+    write_text_atomically(folder / HTML_NAME, render_page(f"Reports of sweep {data.sweep_id}", meta, body,
+                                                          where=f"{ARTIFACTS}/"))
     write_text_atomically(folder / "README.md", "\n".join(lines) + "\n")

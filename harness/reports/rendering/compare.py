@@ -62,7 +62,7 @@ def sweep_verdicts(data: SweepData) -> Tuple[Dict[Tuple[str, str], Tuple[str, st
 def build_compare(a: SweepData, b: SweepData, out: Path) -> Path:
     """Write the compare page of sweeps A and B into `out`; returns its index.html."""
     sesoi, alpha, _, _ = design_of(a)
-    page = Page(TITLE, out, f"A {a.sweep_id} vs B {b.sweep_id}", f"A: {a.source}; B: {b.source}")
+    page = Page(TITLE, out, f"A {a.sweep_id} vs B {b.sweep_id}", f"A: {a.source}; B: {b.source}", up=None)
     for which, data in (("A", a), ("B", b)):
         for run in data.runs:  # the runs-used table names each run's sweep
             run.display = f"{which} · {run.label}"

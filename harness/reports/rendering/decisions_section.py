@@ -83,14 +83,15 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
         need = f"the SESOI {fmt(o.test.sesoi)} needs {o.decision.seeds_needed or '?'} seeds per arm for " \
                f"{design.power:.0%} power{at}"
         if o.command and "--continue=" in o.command:
-            page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}")
+            page.text(f"Undecided: {o.test.name} — {need}; continue this study in its folder with: {o.command}",
+                      "action")
         elif o.command and design.adaptive:
             page.text(f"Undecided: {o.test.name} — the declared seed budget is spent; {need}. Running them is a new "
                       f"design on fresh seeds, to be reported separately (its test runs at the full α, so it "
-                      f"must not see the seeds tested here): {o.command}")
+                      f"must not see the seeds tested here): {o.command}", "action")
         elif o.command:
             page.text(f"Undecided: {o.test.name} — {need}; run them as a new design on fresh seeds (the seeds "
-                      f"tested here are not tested again), reported separately: {o.command}")
+                      f"tested here are not tested again), reported separately: {o.command}", "action")
     _figure(page, outcomes)
     word, reason = decisions.overall(outcomes)
     if refused and not any(len(arm) for o in outcomes for _, arm in o.arms):  # no main run: nothing was tested

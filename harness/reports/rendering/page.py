@@ -1,11 +1,16 @@
-"""A report page written twice from the same blocks: HTML (figures as PNG files beside it, each with a PDF
-twin for print, relative links, no external resources) and a Markdown summary. Both end with the runs they used.
+"""A report page written twice from the same blocks: HTML and a Markdown summary. Both end with the runs they used.
+
+The HTML page is self-contained: its figures are embedded (PNG as data URIs, so the page renders where relative
+files do not resolve, as in MLflow's artifact preview: a sandboxed iframe of the fetched file); the PNG files and
+their PDF twins stay beside it (for a paper) and are linked; no external resources. It leads with its answer
+(`layout.py`), and a report's page links back to the sweep's index.
 
 Report kinds only add blocks (`heading`, `text`, `table`, `figure`, ...) and declare `uses(runs)` and
 `missing(...)`; `write()` renders `index.html` and `summary.md` into the page's folder.
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import html
 import struct
@@ -16,10 +21,12 @@ import numpy as np
 
 from harness.infra.atomic_file import write_atomically, write_text_atomically
 from harness.reports.results.data import Run, fmt
-from harness.reports.rendering.render import render_page
+from harness.reports.rendering.layout import answer_html, arrange, method_html, verdict_box
+from harness.reports.rendering.render import ARTIFACTS, render_page
 from harness.reports.rendering.verdicts import Verdict, write_verdicts
 
 HTML_NAME, MD_NAME = "index.html", "summary.md"
+UP = f"../{HTML_NAME}"  # a report's page sits in <reports>/<kind>/, beside the sweep's index one folder up
 VECTOR = "pdf"  # every figure's vector twin, beside its PNG (for a paper: LaTeX includes PDF)
 SCREEN_DPI = 100  # the PNG is shown at this density (its pixels at savefig.dpi make it sharp on HiDPI screens)
 
@@ -29,8 +36,9 @@ def _is_number(value: Any) -> bool:
 
 
 class Page:
-    def __init__(self, title: str, out_dir: Path, sweep_id: str = "", source: str = ""):
-        self.title, self.out_dir, self.sweep_id, self.source = title, Path(out_dir), sweep_id, source
+    def __init__(self, title: str, out_dir: Path, sweep_id: str = "", source: str = "", up: Optional[str] = UP):
+        """`up`: the index this page links back to (None: a page of its own, such as the compare page)."""
+        self.title, self.out_dir, self.sweep_id, self.source, self.up = title, Path(out_dir), sweep_id, source, up
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.blocks: List[tuple] = []
         self.notes: List[str] = []
@@ -43,7 +51,8 @@ class Page:
         self.blocks.append(("h", text))
 
     def text(self, text: str, cls: str = "") -> None:
-        """A paragraph; cls: '' | 'verdict' | 'method'."""
+        """A paragraph; cls: '' | 'method' (folded under "How this was decided") | 'action' (what to run
+        next to decide: shown with the verdicts, first)."""
         self.blocks.append(("p", text, cls))
 
     def verdict(self, subject: str, word: str, text: str, decided: bool, short: str = "",
@@ -100,8 +109,11 @@ class Page:
         stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
         meta = f"sweep {self.sweep_id} · {len(runs)} runs · generated {stamp}"
         meta += f" · data: {self.source}" if self.source else ""
-        html_body = self._html_notes() + "".join(self._html(b) for b in self.blocks) + self._html_runs(runs)
-        page = render_page(self.title, meta, html_body)
+        answer, method, rest = arrange(self.blocks)
+        html_body = (answer_html(answer) + self._html_notes() + method_html(method, bool(self.verdicts))
+                     + "".join(self._html(b) for b in rest) + self._html_runs(runs))
+        page = render_page(self.title, meta, html_body, up=self.up and (self.up, "all reports of this sweep"),
+                           where=f"{ARTIFACTS}/{self.out_dir.name}/" if self.up else "")
         md = [f"# {self.title}", "", f"_{meta}_", ""]
         if self.notes:
             md += ["## Missing data", ""] + [f"- {n}" for n in self.notes] + [""]
@@ -125,6 +137,8 @@ class Page:
         if kind == "h":
             return f"<h2>{html.escape(block[1])}</h2>\n"
         if kind == "p":
+            if block[2].startswith("verdict"):
+                return verdict_box(html.escape(block[1]), block[2]) + "\n"
             cls = f' class="{block[2]}"' if block[2] else ""
             return f"<p{cls}>{html.escape(block[1])}</p>\n"
         if kind == "ul":
@@ -133,7 +147,8 @@ class Page:
             src, caption = html.escape(block[1], quote=True), html.escape(block[2])
             vector = html.escape(block[3], quote=True)
             width = f' width="{block[4]}"' if block[4] else ""
-            return (f'<figure><a href="{src}"><img src="{src}" alt="{caption}"{width} loading="eager"></a>'
+            return (f'<figure><a href="{src}"><img src="{_data_uri(self.out_dir / block[1])}" data-file="{src}" '
+                    f'alt="{caption}"{width} loading="eager"></a>'
                     f'<figcaption>{caption} <span class="files">Files: <a href="{src}">PNG</a> · '
                     f'<a href="{vector}">{VECTOR.upper()} (vector)</a></span></figcaption></figure>\n')
         if kind == "table":
@@ -189,6 +204,14 @@ class Page:
             return fmt(v).replace("|", "\\|").replace("\n", " ")
         lines = ["| " + " | ".join(cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
         return lines + ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+
+
+def _data_uri(png: Path) -> str:
+    """The PNG as a data URI (the page shows it with no file beside it); its name when it cannot be read."""
+    try:
+        return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+    except OSError:
+        return html.escape(png.name, quote=True)
 
 
 def _screen_width(png: Path) -> Optional[int]:

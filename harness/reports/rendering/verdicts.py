@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 from harness.infra.atomic_file import write_text_atomically
+from harness.reports.rendering.layout import verdict_box
 
 log = logging.getLogger("harness")
 FILE = "verdicts.json"
@@ -76,8 +77,9 @@ def index_html(verdicts: Sequence[Verdict]) -> str:
     linking its page."""
     if not verdicts:
         return ""
-    items = "".join(f'<p class="{"verdict" if v.decided else "verdict undecided"}"><a href="{html.escape(v.report)}/'
-                    f'index.html">{html.escape(v.report)}</a> · {html.escape(v.text)}</p>' for v in verdicts)
+    items = "".join(verdict_box(f'<a href="{html.escape(v.report)}/index.html">{html.escape(v.report)}</a> · '
+                                f'{html.escape(v.text)}', "verdict" if v.decided else "verdict undecided")
+                    for v in verdicts)
     return f"<h2>Verdicts</h2>{items}\n"
 
 

@@ -186,7 +186,7 @@ def build(data: SweepData, page: Page) -> None:
         want = max(have + 1, max(min(filter(None, (r.seeds_for_insensitive, r.seeds_for_sensitive)), default=have + 1)
                                  for r in undecided))
         page.text(f"Undecided: run {want} fresh seeds as a new design, reported on its own, with: "
-                  f"{missing_seeds_command(data, want)}")
+                  f"{missing_seeds_command(data, want)}", "action")
     page.heading("What the threshold did")
     page.text("Per threshold value, over the runs above: the share of tokens the objective stopped pushing in their "
               "advantage's direction (gradient weight ≤ 0: masked or clipped; objective/masked_frac, mean over "
