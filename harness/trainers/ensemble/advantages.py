@@ -18,7 +18,7 @@ def grouped_advantages(members, rewards: torch.Tensor, group: int) -> torch.Tens
     estimators: Dict[str, List[int]] = {}
     for member in members:
         if member.alive:
-            estimators.setdefault(str(member.t.advantage), []).append(member.index)
+            estimators.setdefault(member.advantage, []).append(member.index)
     for estimator, indices in estimators.items():
         rows = constant(indices, torch.long, rewards.device)
         try:

@@ -204,7 +204,7 @@ class EnsembleTrainer:
         prompt_index = torch.arange(prompts.shape[1], device=self.device).repeat_interleave(group)
         self.engine.sync()
         topk = int(t.topk) if any(m.objective.needs_topk for m in self.alive) else 0
-        rollout = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
+        rollout = self.engine.generate(prompts, self.max_new_tokens, [m.temperature for m in self.members],
                                      Draws(self.seeds, ROLLOUT, self.step + 1), [m.alive for m in self.members],
                                      topk=topk, prompt_index=prompt_index,
                                      on_failure=self.sampling_failed(f"at step {self.step + 1}"))
