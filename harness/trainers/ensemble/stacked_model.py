@@ -154,11 +154,14 @@ class StackedQwen3(torch.nn.Module):
                                          causal, mask) for i in range(0, q.shape[0], SDPA_MAX_BATCH)])
         N, H, L, D = q.shape
         KV, S = k.shape[1], k.shape[2]
-        scores = torch.bmm(q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)) * self.scaling
+        q, keys = q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)
         if causal and mask is None:
             mask = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()  # SDPA's is_causal (top-left aligned)
-        if mask is not None:
-            scores = scores.view(N * KV, H // KV, L, S).masked_fill(~mask, float("-inf")).view(N * KV, -1, S)
+        if mask is None:
+            scores = torch.bmm(q, keys) * self.scaling
+        else:  # the mask as an additive bias (0 or -inf) in the matmul's own kernel: no masked copy of the scores
+            bias = torch.zeros(L, S, device=q.device).masked_fill_(~mask, float("-inf")).repeat(H // KV, 1)
+            scores = torch.baddbmm(bias, q, keys, alpha=self.scaling)
         return torch.bmm(torch.softmax(scores, dim=-1), v.reshape(N * KV, S, D)).view(N, H, L, D)
 
     def _sdpa(self, q, k, v, causal: bool, mask: Optional[torch.Tensor]) -> torch.Tensor:
