@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -152,8 +153,6 @@ def metrics_from_row(keys: Sequence[str], host: Sequence[float]) -> Dict[str, fl
 def metrics_from_rows(keys: Sequence[str], host) -> List[Dict[str, float]]:
     """`metrics_from_row` of each row of host [G, F] (a numpy float64 array) at once: the same metrics (sums
     over codes as numpy reductions, to float rounding), in a few array ops for any number of runs."""
-    import numpy as np
-
     host = np.asarray(host, dtype=np.float64)
     split = keys.index("")
     tables, scalars = keys[:split], keys[split + 1:]
