@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -37,10 +38,12 @@ _VALID, _MASKED, _POS, _NEG, _LOW = 1, 2, 4, 8, 16
 _N_CODES = 32
 
 
+_CODES_WITH = [[code for code in range(_N_CODES) if code & need == need] for need in range(_N_CODES)]
+
+
 def _sum_over(table: List[float], *required: int) -> float:
     """Sum of a per-code table over the codes that have every bit in `required`."""
-    need = sum(required)
-    return sum(v for code, v in enumerate(table) if code & need == need)
+    return sum([table[code] for code in _CODES_WITH[sum(required)]])
 
 
 def _ratio(num: float, den: float) -> float:
@@ -145,3 +148,51 @@ def metrics_from_row(keys: Sequence[str], host: Sequence[float]) -> Dict[str, fl
         out["masked_entropy"] = mean("masked_entropy", _MASKED)
     out.update({k: scalar[k] for k in scalars if k not in ("weight_min", "weight_max", "ratio_max")})
     return {f"objective/{k}": float(v) for k, v in out.items()}
+
+
+def metrics_from_rows(keys: Sequence[str], host) -> List[Dict[str, float]]:
+    """`metrics_from_row` of each row of host [G, F] (a numpy float64 array) at once: the same metrics (sums
+    over codes as numpy reductions, to float rounding), in a few array ops for any number of runs."""
+    host = np.asarray(host, dtype=np.float64)
+    split = keys.index("")
+    tables, scalars = keys[:split], keys[split + 1:]
+    per_code = {k: host[:, i * _N_CODES:(i + 1) * _N_CODES] for i, k in enumerate(tables)}
+    scalar = {k: host[:, len(tables) * _N_CODES + j] for j, k in enumerate(scalars)}
+
+    def over(table, *required: int):
+        return table[:, _CODES_WITH[sum(required)]].sum(axis=1)
+
+    def ratio(num, den):
+        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+    n = per_code["n"]
+    n_valid = over(n, _VALID)
+    n_signed = over(n, _VALID, _POS) + over(n, _VALID, _NEG)
+
+    def frac(*bits: int):
+        return ratio(over(n, _VALID, _MASKED, *bits), over(n, _VALID, *bits))
+
+    def mean(key: str, *bits: int):
+        return ratio(over(per_code[key], _VALID, *bits), over(n, _VALID, *bits))
+
+    w = per_code["weight"]
+    out = {
+        "masked_frac": frac(), "masked_frac_pos": frac(_POS), "masked_frac_neg": frac(_NEG),
+        "lowprob_frac": ratio(over(n, _VALID, _LOW), n_valid), "lowprob_masked_frac": frac(_LOW),
+        "lowprob_masked_frac_pos": frac(_LOW, _POS), "lowprob_masked_frac_neg": frac(_LOW, _NEG),
+        "masked_nu_mean": mean("nu", _MASKED),
+        "weight_min": np.where(n_signed != 0, scalar["weight_min"], 0.0),
+        "weight_mean": ratio(over(w, _VALID, _POS) + over(w, _VALID, _NEG), n_signed),
+        "weight_max": np.where(n_signed != 0, scalar["weight_max"], 0.0),
+        "abs_pi_minus_nu": mean("shift"), "ratio_mean": mean("ratio"),
+        "ratio_max": np.where(n_valid != 0, scalar["ratio_max"], 0.0),
+        "is_weight_mean": mean("is_weight") if "is_weight" in per_code else np.ones(len(host)),
+    }
+    if "mismatch" in per_code:
+        out["mismatch"] = mean("mismatch")
+    if "masked_entropy" in per_code:
+        out["masked_entropy"] = mean("masked_entropy", _MASKED)
+    out.update({k: scalar[k] for k in scalars if k not in ("weight_min", "weight_max", "ratio_max")})
+    names = [f"objective/{k}" for k in out]
+    columns = np.stack(list(out.values()), axis=1).tolist()
+    return [dict(zip(names, row)) for row in columns]

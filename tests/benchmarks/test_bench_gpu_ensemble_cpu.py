@@ -31,3 +31,16 @@ def test_cpu_mode_measures_each_ensemble_and_one_cpu_thread(tmp_path):
     assert report["ratio_m512_vs_cpu_thread"] is None  # no M = 512 in cpu mode
     assert "M=   4 on cpu:" in proc.stdout and "one CPU thread, M=1:" in proc.stdout
     assert not list(tmp_path.glob("bench-gpu-ensemble-*"))  # its run folders were temporary
+
+
+def test_a_wheel_folder_without_the_machines_architecture_is_named_before_anything_installs(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gpu_wheels import missing_for
+
+    for name in ("numpy-2.1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                 "PyYAML-6.0.2-cp312-cp312-manylinux_2_17_aarch64.manylinux2014_aarch64.whl",
+                 "PyYAML-6.0.2-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                 "tqdm-4.67.1-py3-none-any.whl"):
+        (tmp_path / name).write_bytes(b"")
+    assert missing_for(tmp_path, "aarch64") == ["numpy"]  # x86_64 only: a GH200 is refused, naming it
+    assert missing_for(tmp_path, "x86_64") == []

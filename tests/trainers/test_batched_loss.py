@@ -70,3 +70,23 @@ def test_a_non_finite_loss_is_its_members_alone_and_out_of_the_backward(members)
     assert math.isnan(out.values[3]) and out.losses[3] == 0
     clean = BatchedLoss(members, norm_len=T)(mini_batch(1), list(range(M)))
     torch.testing.assert_close(out.values[[0, 1, 2, 4]], clean.values[[0, 1, 2, 4]], rtol=0, atol=0)
+
+
+def test_every_members_metrics_decoded_at_once_are_each_rows_own():
+    """`metrics_from_rows` (the step's decode, numpy over all members) gives each row what `metrics_from_row`
+    gives it alone, empty categories (a ratio over nothing is 0) included."""
+    import numpy as np
+
+    from harness.algorithms.metrics import _N_CODES, metrics_from_row, metrics_from_rows
+
+    keys = ("n", "nu", "weight", "ratio", "shift", "mismatch", "masked_entropy", "", "weight_min", "weight_max",
+            "ratio_max", "kl")
+    rng = np.random.default_rng(0)
+    rows = rng.random((6, 7 * _N_CODES + 4)) * 5
+    rows[:, :_N_CODES] = rng.integers(0, 4, (6, _N_CODES))  # counts, some zero
+    rows[0, :_N_CODES] = 0  # a member without a real token
+    together = metrics_from_rows(keys, rows)
+    for row, got in zip(rows, together):
+        alone = metrics_from_row(keys, row.tolist())
+        assert got.keys() == alone.keys() and "objective/kl" in got
+        assert all(math.isclose(got[k], alone[k], rel_tol=1e-12, abs_tol=1e-12) for k in alone), (got, alone)

@@ -53,3 +53,38 @@ def encode_batch(tokenizer, prompts: list[str]) -> "torch.LongTensor":
 
     ids = [[tokenizer.bos_token_id, *tokenizer.encode(prompt, add_special_tokens=False)] for prompt in prompts]
     return torch.tensor(ids, dtype=torch.long)
+
+
+def char_ids(texts: list[str], width: int | None = None):
+    """Token ids of each text over CHARACTERS (one per character, as `tokenizer.encode` gives them), right-padded
+    with <pad> (id 0) to `width` (default: the longest): a numpy int64 array [N, width], made in a few numpy
+    calls for the whole batch (no tokenizer call per text). A character outside CHARACTERS is refused."""
+    import numpy as np
+
+    width = max([len(t) for t in texts] + [0]) if width is None else width
+    table = np.full(256, -1, dtype=np.int64)
+    table[0] = 0  # the padding byte
+    for token, index in fixed_vocab().items():
+        if len(token) == 1:
+            table[ord(token)] = index
+    try:
+        raw = "".join(t.ljust(width, "\0") for t in texts).encode("ascii")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"char_ids: a character outside the tokenizer's vocabulary: {err}") from None
+    if len(raw) != len(texts) * width:
+        raise ValueError(f"char_ids: a text longer than width {width}")
+    ids = table[np.frombuffer(raw, dtype=np.uint8)].reshape(len(texts), width)
+    if (ids < 0).any():
+        raise ValueError("char_ids: a character outside the tokenizer's vocabulary")
+    return ids
+
+
+def encode_prompts(prompts: list[str]):
+    """`encode_batch`'s ids as a numpy int64 array [B, P], without a tokenizer call per prompt."""
+    import numpy as np
+
+    lengths = {len(prompt) for prompt in prompts}
+    if len(lengths) != 1:
+        raise ValueError(f"encode_prompts: prompts must all have the same length, got lengths {sorted(lengths)}")
+    ids = char_ids(prompts)
+    return np.concatenate([np.full((len(prompts), 1), fixed_vocab()[BOS], dtype=np.int64), ids], axis=1)

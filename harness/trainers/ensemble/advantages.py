@@ -6,6 +6,7 @@ from typing import Dict, List
 import torch
 
 from harness.algorithms import compute_advantages
+from harness.trainers.ensemble.transfers import constant
 
 
 def grouped_advantages(members, rewards: torch.Tensor, group: int) -> torch.Tensor:
@@ -17,9 +18,9 @@ def grouped_advantages(members, rewards: torch.Tensor, group: int) -> torch.Tens
     estimators: Dict[str, List[int]] = {}
     for member in members:
         if member.alive:
-            estimators.setdefault(str(member.t.advantage), []).append(member.index)
+            estimators.setdefault(member.advantage, []).append(member.index)
     for estimator, indices in estimators.items():
-        rows = torch.tensor(indices, device=rewards.device)
+        rows = constant(indices, torch.long, rewards.device)
         try:
             out[rows] = compute_advantages(rewards[rows].reshape(-1, group), estimator).view(len(indices), -1)
         except Exception:

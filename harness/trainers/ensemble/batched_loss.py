@@ -11,12 +11,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from harness.algorithms.aggregation import aggregate_rows
 from harness.algorithms.grouped import ObjectiveGroup, group_objectives
-from harness.algorithms.metrics import metrics_from_row
+from harness.algorithms.metrics import metrics_from_rows
 
 log = logging.getLogger("harness")
 
@@ -108,7 +109,7 @@ class BatchedLoss:
         args, kwargs = batch.inputs(index, objective.needs_topk)
         J, rows, keys = objective.compute_rows(*args, groups=len(indices), **kwargs)
         mask = kwargs["response_mask"]
-        modes = [self.members[k].t.loss_agg for k in indices]
+        modes = [self.members[k].loss_agg for k in indices]
         losses = out.losses
         for mode in dict.fromkeys(modes):
             same = [p for p, m in enumerate(modes) if m == mode]
@@ -128,8 +129,9 @@ def decode(host: Sequence[float], offset: int, parts: Sequence[MetricRows]) -> T
     offset after them."""
     out: Dict[int, List[Dict]] = {}
     for part in parts:
-        width = part.rows.shape[1]
-        for k in part.members:
-            out.setdefault(k, []).append(metrics_from_row(part.keys, host[offset:offset + width]))
-            offset += width
+        width, count = part.rows.shape[1], len(part.members)
+        rows = np.asarray(host[offset:offset + width * count], dtype=np.float64).reshape(count, width)
+        for k, metrics in zip(part.members, metrics_from_rows(part.keys, rows)):  # every member's at once
+            out.setdefault(k, []).append(metrics)
+        offset += width * count
     return out, offset

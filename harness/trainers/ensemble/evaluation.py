@@ -39,7 +39,7 @@ def _accuracy(trainer, draws: Optional[Draws]) -> List[float]:
     for start in range(0, count, EVAL_BATCH):
         prompts = trainer.eval_prompts[start:start + EVAL_BATCH]
         batch = trainer.engine.generate(prompts.unsqueeze(0).expand(len(members), -1, -1), max_new_tokens,
-                                        [m.t.temperature for m in members],
+                                        [m.temperature for m in members],
                                         None if draws is None else replace(draws, row_offset=start),
                                         [m.alive for m in members], greedy=draws is None, on_failure=failed)
         correct += token_rewards(batch.tokens, batch.mask, trainer.eval_answers[start:start + EVAL_BATCH]).sum(dim=1)

@@ -43,6 +43,9 @@ class Member:
         params = {k: v for k, v in OmegaConf.to_container(self.spec.algo, resolve=True).items() if k != "name"}
         self.objective = build_objective(self.spec.algo.name, **params)
         self.data_rng = np.random.default_rng(self.spec.seed)
+        # read every step: plain values, not a config lookup per member per step
+        self.temperature = float(self.spec.trainer.temperature)
+        self.advantage, self.loss_agg = str(self.spec.trainer.advantage), str(self.spec.trainer.loss_agg)
 
     @property
     def alive(self) -> bool:

@@ -61,6 +61,13 @@ class Draws:
         """[M, rows] float32 in [0, 1 - 2**-24]: the 24 top bits of `bits`."""
         return (self.bits(rows, position) >> 8).float() * 2.0 ** -24
 
+    def uniforms_block(self, rows: int, start: int, count: int) -> torch.Tensor:
+        """[M, rows, count]: `uniforms(rows, p)` at positions start..start+count-1, in one hash."""
+        seeds = self.seeds.view(-1, 1, 1)
+        row = torch.arange(self.row_offset, self.row_offset + rows, device=seeds.device).view(1, -1, 1)
+        position = torch.arange(start, start + count, device=seeds.device).view(1, 1, -1)
+        return (hash32(seeds, seeds >> 32, self.purpose, self.step, row, position) >> 8).float() * 2.0 ** -24
+
     def permutations(self, n: int) -> torch.Tensor:
         """[M, n]: a uniformly random order of 0..n-1 per member (its rows sorted by their hashes)."""
         return torch.argsort(self.bits(n), dim=1, stable=True)

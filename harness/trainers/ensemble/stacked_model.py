@@ -18,6 +18,9 @@ import torch.nn.functional as F
 from harness.trainers.builtin.precision import fp8_fake_quant
 
 Cache = List[Tuple[torch.Tensor, torch.Tensor]]
+# the most rows (members x batch) one SDPA call gets: flash attention launches grid (blocks, batch, heads), and
+# CUDA's grid.y is at most 65,535; cuDNN's attention refuses a larger batch too. Larger calls run in chunks.
+SDPA_MAX_BATCH = 32_768
 
 
 def _linear_names(layers: int) -> List[str]:
@@ -143,18 +146,27 @@ class StackedQwen3(torch.nn.Module):
         written out as two batched matmuls and a softmax, each key head's query heads stacked as rows: on a
         CPU, for heads this small, several times faster than SDPA's kernel, forward and backward (the same
         numbers to float rounding). Other dtypes, autocast and other devices (a GPU's fused attention
-        kernels) keep SDPA."""
+        kernels) keep SDPA, in chunks of at most SDPA_MAX_BATCH rows (M x B reaches 131,072 at 1,024 members)."""
         if q.dtype != torch.float32 or q.device.type != "cpu" or torch.is_autocast_enabled("cpu"):
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                                                  scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
+            if q.shape[0] <= SDPA_MAX_BATCH:
+                return self._sdpa(q, k, v, causal, mask)
+            return torch.cat([self._sdpa(q[i:i + SDPA_MAX_BATCH], k[i:i + SDPA_MAX_BATCH], v[i:i + SDPA_MAX_BATCH],
+                                         causal, mask) for i in range(0, q.shape[0], SDPA_MAX_BATCH)])
         N, H, L, D = q.shape
         KV, S = k.shape[1], k.shape[2]
-        scores = torch.bmm(q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)) * self.scaling
+        q, keys = q.reshape(N * KV, H // KV * L, D), k.reshape(N * KV, S, D).transpose(1, 2)
         if causal and mask is None:
             mask = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()  # SDPA's is_causal (top-left aligned)
-        if mask is not None:
-            scores = scores.view(N * KV, H // KV, L, S).masked_fill(~mask, float("-inf")).view(N * KV, -1, S)
+        if mask is None:
+            scores = torch.bmm(q, keys) * self.scaling
+        else:  # the mask as an additive bias (0 or -inf) in the matmul's own kernel: no masked copy of the scores
+            bias = torch.zeros(L, S, device=q.device).masked_fill_(~mask, float("-inf")).repeat(H // KV, 1)
+            scores = torch.baddbmm(bias, q, keys, alpha=self.scaling)
         return torch.bmm(torch.softmax(scores, dim=-1), v.reshape(N * KV, S, D)).view(N, H, L, D)
+
+    def _sdpa(self, q, k, v, causal: bool, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                                              scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
 
     def _rest(self, i: int, w, h: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
         """Layer i after attention: attn [M*B, heads, L, D] -> o_proj, residual, MLP, residual."""

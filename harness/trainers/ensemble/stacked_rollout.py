@@ -18,6 +18,10 @@ from harness.trainers.builtin.precision import PrecisionSpec, engine_target, fp8
 from harness.trainers.builtin.completions import Rollout
 from harness.trainers.ensemble.sampling import Draws, sample, unsampleable
 from harness.trainers.ensemble.stacked_model import StackedQwen3, member_rows
+from harness.trainers.ensemble.transfers import constant
+
+
+CHECK_EVERY = 8  # decoded tokens between the rollout's looks at whether every row has ended
 
 
 class StackedRollout:
@@ -25,7 +29,7 @@ class StackedRollout:
 
     def __init__(self, model: StackedQwen3, spec: PrecisionSpec, mismatch_scales: Sequence[float]):
         self.model, self.spec = model, spec
-        self.scales = torch.tensor([float(s) for s in mismatch_scales], dtype=torch.float32, device=model.device)
+        self.scales = constant([float(s) for s in mismatch_scales], torch.float32, model.device)
         self.scaled = any(float(s) != 1.0 for s in mismatch_scales)
         self.weights: Dict[str, torch.Tensor] = {
             name: torch.empty_like(model.param(name), dtype=spec.rollout_dtype) for name in model.names}
@@ -142,12 +146,13 @@ class StackedRollout:
         mask = torch.zeros(M, B, max_new_tokens, device=device)
         topk_logp = torch.zeros(M, B, max_new_tokens, topk, device=device) if topk > 0 else None
         topk_ids = torch.zeros(M, B, max_new_tokens, topk, dtype=torch.long, device=device) if topk > 0 else None
-        alive = torch.tensor([bool(a) for a in active], device=device).view(M, 1).expand(M, B).clone()
+        alive = constant([bool(a) for a in active], torch.bool, device).view(M, 1).expand(M, B).clone()
         dtype = self.spec.rollout_dtype
         shape = (M * B, self.model.kv_heads, P + max_new_tokens, self.model.head_dim)
         cache = [(torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
                  for _ in range(self.model.layers)]
-        temps = torch.tensor([float(t) for t in temperature], device=device).view(M, 1, 1)
+        temps = constant([float(t) for t in temperature], torch.float32, device).view(M, 1, 1)
+        failed_at = torch.full((M,), max_new_tokens, dtype=torch.long, device=device)  # a member's first bad token
         cos, sin = self.model.rope(P + max_new_tokens, dtype)
         position = P
         for step in range(max_new_tokens):
@@ -158,30 +163,35 @@ class StackedRollout:
                 position += 1
             log_probs = F.log_softmax(logits.float() / temps, dim=-1)  # [M, B, V]
             if greedy:
-                chosen, failed = log_probs.argmax(dim=-1), None
+                chosen = log_probs.argmax(dim=-1)
             else:
+                if step % CHECK_EVERY == 0:  # the draws of the next CHECK_EVERY positions in one hash
+                    uniforms = draws.uniforms_block(B, step, min(CHECK_EVERY, max_new_tokens - step))
                 probs = log_probs.exp()
                 failed = unsampleable(probs) & alive.any(dim=1)
-                chosen = sample(torch.where(failed.view(M, 1, 1), 1.0, probs), draws.uniforms(B, step))
+                failed_at = torch.where(failed, torch.clamp(failed_at, max=step), failed_at)
+                chosen = sample(torch.where(failed.view(M, 1, 1), 1.0, probs), uniforms[:, :, step % CHECK_EVERY])
                 alive = alive & ~failed.view(M, 1)
             chosen = torch.where(alive, chosen, pad)
             tokens[:, :, step] = chosen
             logp[:, :, step] = torch.where(alive, log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2), 0.0)
             mask[:, :, step] = alive.float()
-            if topk > 0:
-                topk_logp[:, :, step], topk_ids[:, :, step] = log_probs.topk(topk, dim=-1)
+            if topk > 0:  # a row's values past its end are 0, whoever else goes on
+                values, ids = log_probs.topk(topk, dim=-1)
+                topk_logp[:, :, step] = torch.where(alive.unsqueeze(2), values, 0.0)
+                topk_ids[:, :, step] = torch.where(alive.unsqueeze(2), ids, 0)
             alive = alive & (chosen != eos)
-            # one copy to the host per token: whether any row goes on, and which members failed
-            status = alive.any().view(1) if failed is None else torch.cat([alive.any().view(1), failed])
-            going_on, *failures = status.tolist()
-            for k in (k for k, bad in enumerate(failures) if bad):
-                err = RuntimeError(f"probabilities not finite or all zero at token {step + 1}")
-                if on_failure is None:
-                    raise err
-                on_failure(k, err)
-            if not going_on:
+            # the host looks every CHECK_EVERY tokens (not every token: on a GPU each look waits for the device)
+            if (step + 1) % CHECK_EVERY == 0 and step + 1 < max_new_tokens and not bool(alive.any()):
                 break
             step_input = chosen.unsqueeze(2)
+        if not greedy:  # one copy to the host per rollout: which members' sampling failed, and where
+            for k, at in enumerate(failed_at.tolist()):
+                if at < max_new_tokens:
+                    err = RuntimeError(f"probabilities not finite or all zero at token {at + 1}")
+                    if on_failure is None:
+                        raise err
+                    on_failure(k, err)
         return StackedRollouts(tokens, logp, mask, topk_logp, topk_ids)
 
 

@@ -31,9 +31,9 @@ from harness.trainers.builtin.model import build_model, plain_qwen3
 from harness.trainers.builtin.policy import token_entropy, token_logp
 from harness.trainers.builtin.precision import precision_spec
 from harness.trainers.builtin.tasks import build_task
-from harness.trainers.builtin.tasks.token_rewards import answer_ids, token_rewards
+from harness.trainers.builtin.tasks.token_rewards import answer_array, answer_ids, token_rewards
 from harness.trainers.builtin.token_stats import TokenStats
-from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch
+from harness.trainers.builtin.tokenizer import build_tokenizer, encode_batch, encode_prompts
 from harness.trainers.builtin.warmstart import cache_folder, warm_start, warmstart_key
 from harness.trainers.checkpoint import CheckpointWriter, load_checkpoint
 from harness.trainers.device import resolve_device
@@ -47,6 +47,7 @@ from harness.trainers.ensemble.sampling import ORDER, ROLLOUT, Draws
 from harness.trainers.ensemble.stacked_model import StackedQwen3
 from harness.trainers.ensemble.stacked_rollout import StackedRollout
 from harness.trainers.ensemble.step_tensors import StepTensors, host_metrics, step_metrics
+from harness.trainers.ensemble.transfers import from_numpy
 
 log = logging.getLogger("harness")
 
@@ -177,27 +178,35 @@ class EnsembleTrainer:
         return failed
 
     # -- the forward that predicts response tokens -------------------------------------------------------
-    def _response_logits(self, prompts: torch.Tensor, prompt_index: torch.Tensor, tokens: List[torch.Tensor],
-                         rows: List[torch.Tensor], grad: bool) -> torch.Tensor:
+    def _response_logits(self, prompts: torch.Tensor, prompt_index: torch.Tensor, tokens: torch.Tensor,
+                         rows: torch.Tensor, grad: bool) -> torch.Tensor:
         """Logits [M, b, T, V] (float32, divided by each member's temperature) predicting each row's response
-        tokens: prompts [M, U, P]; rows[k] the rows of member k; tokens[k] its [B, T] responses."""
-        responses = torch.stack([tokens[k][r][:, :-1] for k, r in enumerate(rows)])
-        row_prompts = torch.stack([prompt_index[r] for r in rows])
+        tokens: prompts [M, U, P]; rows [M, b] the rows of each member; tokens [M, B, T] the responses."""
+        members = torch.arange(rows.shape[0], device=rows.device).view(-1, 1)
+        responses = tokens[members, rows][:, :, :-1]
         with torch.set_grad_enabled(grad):
-            logits = self.model(prompts, row_prompts, responses, fp8_train=self.precision.fp8_train)
+            logits = self.model(prompts, prompt_index[rows], responses, fp8_train=self.precision.fp8_train)
         return logits / self.temperatures
+
+    def _sample_prompts(self, count: int):
+        """Each member's `count` problems from its own data stream: prompt ids [M, count, P] and answer ids
+        [M, count, A] on the device, encoded for all members at once and copied without blocking."""
+        problems = [p for m in self.members for p in self.task.sample_train(m.data_rng, count)]
+        prompts = encode_prompts([p.prompt for p in problems])
+        answers = answer_array([p.answer for p in problems])
+        M = len(self.members)
+        return (from_numpy(prompts.reshape(M, count, -1), self.device),
+                from_numpy(answers.reshape(M, count, -1), self.device))
 
     # -- one RL step for every member ------------------------------------------------------------------
     def rl_step(self) -> Dict[int, Dict[str, float]]:
         t, started, M = self.t, time.perf_counter(), len(self.members)
         group, mini_batches = int(t.group_size), int(t.mini_batches)
-        problems = [self.task.sample_train(m.data_rng, t.prompts_per_step) for m in self.members]
-        prompts = torch.stack([encode_batch(self.tokenizer, [p.prompt for p in ps]) for ps in problems]).to(self.device)
-        answers = answer_ids([p.answer for ps in problems for p in ps], self.device).view(M, prompts.shape[1], -1)
+        prompts, answers = self._sample_prompts(int(t.prompts_per_step))
         prompt_index = torch.arange(prompts.shape[1], device=self.device).repeat_interleave(group)
         self.engine.sync()
         topk = int(t.topk) if any(m.objective.needs_topk for m in self.alive) else 0
-        rollout = self.engine.generate(prompts, self.max_new_tokens, [m.t.temperature for m in self.members],
+        rollout = self.engine.generate(prompts, self.max_new_tokens, [m.temperature for m in self.members],
                                      Draws(self.seeds, ROLLOUT, self.step + 1), [m.alive for m in self.members],
                                      topk=topk, prompt_index=prompt_index,
                                      on_failure=self.sampling_failed(f"at step {self.step + 1}"))
@@ -209,21 +218,21 @@ class EnsembleTrainer:
         evaluating = (self.step + 1) % t.eval_every == 0
         stats = [TokenStats(m.objective) if evaluating else None for m in self.members]
         order = Draws(self.seeds, ORDER, self.step + 1).permutations(len(prompt_index))  # [M, B]
-        batches = [rows.chunk(mini_batches) for rows in order]
+        size = -(-order.shape[1] // mini_batches)  # torch.chunk's: each member's rows.chunk(mini_batches)
+        batches = [order[:, i * size:(i + 1) * size] for i in range(mini_batches) if i * size < order.shape[1]]
         members = torch.arange(M, device=batch.tokens.device).view(M, 1)
         old_logp, old_entropy = torch.empty_like(batch.logp), torch.empty_like(batch.logp)
-        if mini_batches > 1:  # π' of the later mini-batches, before the first optimizer step (as the solo trainer)
-            rest = torch.stack([torch.cat(b[1:]) for b in batches]).to(batch.tokens.device)
-            rest_logits = self._response_logits(prompts, prompt_index, list(batch.tokens), list(rest), grad=False)
+        if len(batches) > 1:  # π' of the later mini-batches, before the first optimizer step (as the solo trainer)
+            rest = order[:, size:]
+            rest_logits = self._response_logits(prompts, prompt_index, batch.tokens, rest, grad=False)
             old_logp[members, rest] = token_logp(rest_logits, batch.tokens[members, rest])
             old_entropy[members, rest] = token_entropy(rest_logits)
             del rest_logits
         steps: List[Losses] = []
         norms: List[torch.Tensor] = []
-        for index in range(mini_batches):
-            rows = torch.stack([b[index] for b in batches]).to(batch.tokens.device)
+        for index, rows in enumerate(batches):
             at = (members, rows)
-            logits = self._response_logits(prompts, prompt_index, list(batch.tokens), list(rows), grad=True)
+            logits = self._response_logits(prompts, prompt_index, batch.tokens, rows, grad=True)
             logp = token_logp(logits, batch.tokens[at])
             if index == 0:  # the first mini-batch's π' is its own forward's (as the solo trainer)
                 with torch.no_grad():

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import torch
 
-from harness.trainers.builtin.tokenizer import SPECIAL_TOKENS, fixed_vocab
+from harness.trainers.builtin.tokenizer import SPECIAL_TOKENS, char_ids, fixed_vocab
 
 _VOCAB = fixed_vocab()
 _SPACE = _VOCAB[" "]
@@ -15,9 +15,12 @@ _SPACE = _VOCAB[" "]
 
 def answer_ids(answers: Sequence[str], device=None) -> torch.Tensor:
     """Token ids [N, A] of each answer, right-padded with <pad> (id 0) to the longest (A >= 1)."""
-    width = max([len(a) for a in answers] + [1])
-    ids = [[_VOCAB[c] for c in answer] + [0] * (width - len(answer)) for answer in answers]
-    return torch.tensor(ids, dtype=torch.long, device=device)
+    return torch.from_numpy(answer_array(answers)).to(device)
+
+
+def answer_array(answers: Sequence[str]):
+    """`answer_ids` as a numpy int64 array (made on the host in a few numpy calls)."""
+    return char_ids(list(answers), max([len(a) for a in answers] + [1]))
 
 
 def token_rewards(tokens: torch.Tensor, mask: torch.Tensor, answers: torch.Tensor) -> torch.Tensor:
