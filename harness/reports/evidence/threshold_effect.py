@@ -171,11 +171,12 @@ def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SE
                                 f"rate below {failure_margin:g} (exact, largest p = {plan.p(max(p_bounded.values()))};"
                                 f" {facts})", seeds_for_insensitive=None, seeds_for_sensitive=None, **made)
     if within:
-        return ThresholdVerdict(TYPICAL, f"every pair within ±{sesoi:g} for the typical seed (TOST); " + failure,
+        return ThresholdVerdict(TYPICAL, f"every pair within ±{sesoi:g} for the typical seed (TOST), the failure "
+                                f"rates not yet shown below the margin {failure_margin:g}",
                                 seeds_for_insensitive=open_seeds.failures(), seeds_for_sensitive=None, **made)
     untested = f"; not testable: {'; '.join(untestable)}" if untestable else ""
     return ThresholdVerdict(UNDECIDED, f"no pair shown to differ and not every pair shown within ±{sesoi:g} ({facts})"
-                            + ("" if bounded else "; " + failure) + untested,
+                            + ("" if bounded else f"; failure rates not yet shown below {failure_margin:g}") + untested,
                             seeds_for_insensitive=open_seeds.insensitive(), seeds_for_sensitive=open_seeds.sensitive(),
                             **made)
 

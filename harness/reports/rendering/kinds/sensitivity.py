@@ -79,7 +79,7 @@ def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float
     text = f"{result.word} to {symbol} — {result.reason}."
     if not result.pairs:
         return text + " Run at least 2 seeds per value to test it."
-    text += " " + "; ".join(result.parts) + "."
+    text += "".join(f" {part[0].upper()}{part[1:]}." for part in result.parts)
     if not result.decided:
         text += f" Seeds per value for {power:.0%} power: {_open(result)} (now {result.seeds})."
     return text
