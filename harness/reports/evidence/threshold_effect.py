@@ -111,8 +111,8 @@ def decide(by_value: Dict[float, Dict[object, float]], sesoi: float = DEFAULT_SE
     judged = sorted(v for v, c in counts.items() if c.runs)
     fail_tests = [(a, b, rates.p_differ(counts[a], counts[b])) for a, b in combinations(judged, 2)]
     if len(usable) < 2 and not any(inference.holm([t[2] for t in fail_tests], alpha)):
-        return ThresholdVerdict(UNDECIDED, "fewer than 2 threshold values with ≥ 2 finished seeds that did not fail: "
-                                "no test", [], None, None, **base)
+        return ThresholdVerdict(UNDECIDED, "fewer than 2 threshold values with ≥ 2 finished seeds: no test (runs "
+                                "that failed take no part in the contrasts)", [], None, None, **base)
     width = (bounds[1] - bounds[0]) if None not in bounds else None
     pairs, untestable = [], []
     for a, b in combinations(sorted(usable), 2):

@@ -169,9 +169,9 @@ def build(data: SweepData, page: Page) -> None:
               "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
     sesoi, alpha, power, last_k = design_of(data)
-    page.text(f"Declared before the runs: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}); α {alpha:g} and power "
-              f"target {power:g} ({'the named sweep' if spec_for(data) else 'the harness defaults'}); final accuracy "
-              f"= mean of the last {last_k} evaluations; failure margin {threshold_effect.FAILURE_MARGIN:.0%} "
+    page.text(f"Declared: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}), α {alpha:g}, power target {power:g} "
+              f"({'the named sweep' if spec_for(data) else 'the harness defaults'}), all before the runs; final "
+              f"accuracy = mean of the last {last_k} evaluations; failure margin {threshold_effect.FAILURE_MARGIN:.0%} "
               f"({MARGIN_SOURCE}); failure: {failures.RULE}.", "method")
     study = threshold_study.gather(data, groups, sesoi, alpha, power, last_k)
     rows, pair_rows, action_rows, caveats = [], [], [], []
