@@ -49,7 +49,9 @@ def build(data: SweepData, page: Page) -> None:
     if ev.power is not None:
         text += f" Power of this test at these seeds: {ev.power:.0%} (target {power:.0%})."
     short = f"DPPO vs GRPO threshold sensitivity: {ev.word}"
-    if ev.tests:
+    if not ev.tests:
+        short += f" ({ev.reason})"
+    else:
         short += " (" + "; ".join(f"{n} {t.difference:+.3f} [{t.low:+.3f}, {t.high:+.3f}]" for n, t in ev.tests.items()) + ")"
     measures = {f"spread_{v.name.replace(' ', '_').replace('=', '_')}": v.spread for v in ev.variants
                 if v.spread is not None}
