@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from scipy import stats
 
 
@@ -73,3 +74,23 @@ def runs_for_fisher_power(rate_a: float, rate_b: float, alpha: float, power: flo
         if fisher_power(rate_a, rate_b, n, alpha) >= power:
             return n
     return None
+
+
+def upper_bound(count: Count, alpha: float) -> float:
+    """The one-sided (1 − α) Clopper–Pearson upper bound of the rate: rates above it are excluded at level α
+    (0 events in n runs: 1 − α^(1/n), e.g. 11.7% for 0/24 at α 0.05)."""
+    if count.runs == 0 or count.events >= count.runs:
+        return 1.0
+    return float(stats.beta.ppf(1.0 - alpha, count.events + 1, count.runs - count.events))
+
+
+def runs_to_show_below_at(rate: float, bound: float, alpha: float, most: int = 2000):
+    """Runs that show a rate below `bound` at level α when events happen at the observed `rate`: the smallest n
+    whose expected count round(rate·n) gives an exact p < α (None when rate ≥ bound, or past `most`)."""
+    if rate <= 0.0:
+        return runs_to_show_below(bound, alpha)
+    if rate >= bound:
+        return None
+    n = np.arange(2, most + 1)
+    shown = np.flatnonzero(stats.binom.cdf(np.round(rate * n), n, bound) < alpha)
+    return int(n[shown[0]]) if len(shown) else None

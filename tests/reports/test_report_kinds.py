@@ -195,4 +195,4 @@ def test_sensitivity_says_what_the_threshold_did(shared_store, tmp_path, capsys)
     assert "drpo: the rollout's mismatch with the trainer is float noise" in sens
     assert "drpo: δ = 0.1, 0.2 is off the paper's scale (δ = 12.5" in sens
     assert "Declared: SESOI ±0.05 accuracy (the harness's default" in sens
-    assert "drpo: undecided to δ" in sens and "(0/3, 1/4 collapsed)" in sens
+    assert "drpo: undecided to δ" in sens and "(0.1: 0/3, 0.2: 1/4)" in sens  # the failure part: counts per δ

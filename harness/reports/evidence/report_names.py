@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List
 
-KINDS = ("overview", "sensitivity", "alpha_relaxation", "anchor_ablation", "stability", "geometry", "decisions")
+KINDS = ("overview", "sensitivity", "threshold_contrast", "alpha_relaxation", "anchor_ablation", "stability", "geometry", "decisions")
 # The paper-claim tests (`rendering/claims.py`): built only when asked for by name, as the claim sweeps do.
 CLAIM_KINDS = ("claim_sanity", "claim_trust_region", "claim_anchor", "claim_relaxation", "claim_drpo_vs_dppo",
                "claim_bandpo")

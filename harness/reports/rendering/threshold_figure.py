@@ -7,11 +7,10 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from harness.reports.rendering import plots
-from harness.reports.results.data import SweepData
+from harness.reports.results.data import SweepData, fmt
 from harness.reports.rendering.palette import OTHER_STYLES, colour
-from harness.reports.results.summary import summarize
 from harness.reports.results.thresholds import threshold
-from harness.stats.intervals import t_interval
+from harness.reports.evidence.threshold_study import points
 
 MARKERS = "osD^v<>"
 PAD = 0.12  # of the data's span, above and below
@@ -21,20 +20,6 @@ CAPTION = ("Mean over finished seeds with 95% Student-t error bars inside [0, 1]
            "bands, not [0, 1]. Shaded, per objective: a band one SESOI ({sesoi:g}) tall centred between its lowest "
            "and highest mean: the means fit inside it exactly when no two threshold values' means differ by more "
            "than the SESOI (the verdict also weighs the intervals: see the pairwise table).")
-
-
-def points(data: SweepData, members, which: str) -> Tuple[List[float], List[float], List[Tuple[float, float]], List[bool]]:
-    """(threshold values, means, (below, above) error-bar lengths, one-seed flags) of `which`
-    (final_acc | best_acc) over the FINISHED runs of one objective, per threshold value."""
-    xs, means, errs, hollow = [], [], [], []
-    for v in sorted({threshold(r)[2] for r in members}):
-        done = [r for r in members if threshold(r)[2] == v and r.status == "FINISHED"]
-        ci = t_interval([getattr(summarize(data, r), which) for r in done], bounds=(0.0, 1.0))
-        if ci.mean is None:
-            continue
-        xs.append(v), means.append(ci.mean), hollow.append(ci.n < 2)
-        errs.append((ci.mean - ci.low, ci.high - ci.mean) if ci.low is not None else (0.0, 0.0))
-    return xs, means, errs, hollow
 
 
 def sesoi_band(ax, means: List[float], sesoi: float, shade: str) -> Tuple[float, float]:
@@ -97,3 +82,31 @@ def draw(data: SweepData, groups: Dict, sesoi: float):
         if spans:
             fit_y(ax, spans)  # after finish: its accuracy axis is the whole [0, 1]
     return fig, axes
+
+
+def differences(page, decided, sesoi: float, alpha: float) -> None:
+    """The headline figure: each pair's difference with its (1 − 2α) interval against the ±SESOI band."""
+    rows = [(objective, name, symbol, pair) for objective, name, symbol, result in decided for pair in result.pairs]
+    if not rows:
+        return
+    fig, axes = plots.grid(1, ncols=1, width=8.5, height=1.3 + 0.42 * len(rows), left=2.6)
+    ax = axes[0]
+    ax.axvspan(-sesoi, sesoi, color="#cfe3f3", zorder=0, label=f"±SESOI ({sesoi:g})")
+    ax.axvline(0, color="#000", linewidth=0.8)
+    for i, (objective, name, symbol, pair) in enumerate(rows):
+        y = len(rows) - 1 - i
+        value = pair.estimate.value
+        ax.errorbar([value], [y], xerr=[[value - pair.low], [pair.high - value]], fmt=MARKERS[i % len(MARKERS)],
+                    color=colour(objective), capsize=4, markersize=6, linewidth=1.6, zorder=3)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{name}: {symbol}={fmt(p.a)} − {symbol}={fmt(p.b)}"
+                        for _, name, symbol, p in reversed(rows)])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    plots.finish(ax, "Paired differences in final accuracy between threshold values",
+                 "difference in final eval accuracy", "", legend=True)
+    page.figure(fig, "pairwise_differences", f"Headline: each pair of threshold values' difference in mean final "
+                f"accuracy (paired over shared seeds) with its {1 - 2 * alpha:.0%} interval (the one whose ends are "
+                f"the one-sided tests at α {alpha:g}); shaded: the ±SESOI equivalence region. An interval inside "
+                "the band shows equivalence (TOST at α). The tests for a difference are two-sided and Holm-corrected "
+                "over the pairs, so they need more than an interval outside the band or away from 0: read them in "
+                "the table.")

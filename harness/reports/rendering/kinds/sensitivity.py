@@ -5,33 +5,39 @@ from __future__ import annotations
 import shlex
 from typing import Dict, List, Optional, Tuple
 
-import numpy as np
 
 from harness.config.yaml_errors import YAML_READ_ERRORS
-from harness.reports.evidence import threshold_action, threshold_effect
+from harness.reports.evidence import threshold_action, threshold_effect, threshold_study
 from harness.reports.rendering import plots, threshold_figure
-from harness.reports.results.data import Run, SweepData, fmt
+from harness.reports.results.data import SweepData, fmt
 from harness.reports.evidence.decisions import spec_for
-from harness.reports.evidence.outcomes import per_seed, resolution
 from harness.reports.rendering.page import Page
-from harness.reports.rendering.palette import OTHER_STYLES, colour, shades
+from harness.reports.rendering.palette import OTHER_STYLES, shades
 from harness.reports.rendering.registry import ReportKind
-from harness.reports.results.summary import EVAL, LAST_K, summarize, variants
+from harness.reports.results.summary import EVAL, LAST_K, variants
 from harness.reports.results.thresholds import threshold, threshold_param
-from harness.stats.intervals import T_METHOD, t_interval
+from harness.stats import failures
+from harness.stats.intervals import T_METHOD
 
 MARKERS = "osD^v<>"
 
-VERDICT_RULE = ("Verdict per objective (harness/reports/evidence/threshold_effect.py): every pair of threshold values is a "
-                "contrast of mean final accuracy, paired over the seeds both share, and a comparison of their "
-                "collapse rates (Fisher's exact test). Sensitive: some pair differs by more than the SESOI (|c| > "
-                "SESOI shown) or collapses at a different rate, Holm over both. Insensitive: every pair shown within "
-                "±SESOI (two one-sided tests) and every value's collapse rate shown below SESOI / depth (an exact "
-                "binomial test; depth = the mean final accuracy of the runs that did not collapse, the most a "
-                "collapse can take from a run): a collapse too rare for the seeds to show could otherwise move a "
-                "mean by more than the SESOI. All must hold, so no correction. Sensitive (size undecided): a "
-                "difference is shown (Holm), its size against the SESOI is not. Undecided: none of these; the page "
-                "gives the seeds per value that the power target needs and the command that runs them.")
+VERDICT_RULE = ("Verdict per objective (harness/reports/evidence/threshold_effect.py), in two parts. Typical seed: every "
+                "pair of threshold values is a contrast c of mean final accuracy over the runs that did not fail, "
+                "paired over the seeds both share. Failures: each value's share of failed runs, exact on the counts. "
+                "Sensitive: some pair differs by more than the SESOI (|c| > SESOI shown) or fails at a different rate "
+                "(Fisher's exact test), Holm over both; its size is c with its interval. Sensitive, within the SESOI: "
+                "a difference is shown (Holm) and every pair is shown within ±SESOI (two one-sided tests). "
+                "Insensitive: every pair shown within ±SESOI and every value's failure rate shown below the failure "
+                "margin (an exact binomial test; each part at α, all must hold, so no correction). Insensitive for the "
+                "typical seed: the pairs are shown within ±SESOI but the failure rates not yet below the margin; the "
+                "verdict prints each part and the failure rate its seeds cannot exclude. Sensitive (size undecided): a "
+                "difference is shown, its size against the SESOI is not. Undecided: none of these. Only sensitive, "
+                "sensitive within the SESOI and insensitive are decided (sign and size); otherwise the page gives the "
+                "seeds per value that would decide what is open and the command that runs them.")
+
+MARGIN_SOURCE = (f"the harness's default (threshold_effect.FAILURE_MARGIN): a threshold value whose runs fail in "
+                 f"{threshold_effect.FAILURE_MARGIN:.0%} of seeds (about one in seven) matters whatever its typical "
+                 "seed does (issue 48's benchmark: false 'insensitive' at most α when one value fails that often)")
 
 
 def _groups(data: SweepData) -> Dict:
@@ -69,31 +75,56 @@ def sesoi_source(data: SweepData) -> str:
 
 
 def verdict(result: threshold_effect.ThresholdVerdict, symbol: str, power: float = 0.8) -> str:
-    """One sentence: the decision on whether the threshold matters, and what it would take to decide."""
+    """The decision on whether the threshold matters, its two parts, and what it would take to decide."""
     text = f"{result.word} to {symbol} — {result.reason}."
     if not result.pairs:
         return text + " Run at least 2 seeds per value to test it."
+    text += "".join(f" {part[0].upper()}{part[1:]}." for part in result.parts)
     if not result.decided:
-        text += (f" Seeds per value for {power:.0%} power: {result.seeds_for_insensitive or '?'} to show insensitivity, "
-                 f"{result.seeds_for_sensitive or '?'} to detect a difference of the SESOI (now {result.seeds}).")
+        text += f" Seeds per value for {power:.0%} power: {_open(result)} (now {result.seeds})."
     return text
 
 
-def _verdict(page: Page, name: str, symbol: str, result, outcomes: Dict, param: str, power: float) -> None:
-    """The objective's verdict on the page, with its short line (what the terminal shows) and the numbers
-    behind it: the mean final accuracy per value and the seeds per value (had, and needed to decide)."""
+def _open(result) -> str:
+    """What the open part needs, in words."""
+    parts = []
+    if result.seeds_for_insensitive:
+        parts.append(f"{result.seeds_for_insensitive} to show insensitivity")
+    if result.seeds_for_sensitive:
+        what = "decide the size" if result.word == threshold_effect.DIFFERS else "detect a difference of the SESOI"
+        parts.append(f"{result.seeds_for_sensitive} to {what}")
+    return ", ".join(parts) or "? (no planning figure: see the failure part)"
+
+
+def _short(name: str, symbol: str, result, power: float) -> str:
+    """The terminal's line: the word, the size of the reported difference and the failure bound."""
     short = f"{name}: {result.word} to {symbol} ({result.seeds} seed{'' if result.seeds == 1 else 's'} per value"
     if not result.pairs:
-        short += "; at least 2 per value are needed to test it"
-    elif not result.decided:
-        short += (f"; for {power:.0%} power {result.seeds_for_insensitive or '?'} would show insensitivity, "
-                  f"{result.seeds_for_sensitive or '?'} a difference of the SESOI")
-    measures = {f"final_accuracy_{param}_{fmt(value)}": float(np.mean(list(seeds.values())))
-                for value, seeds in outcomes.items() if seeds and value is not None}
+        return short + "; at least 2 per value are needed to test it)"
+    if result.size is not None:
+        short += f"; {symbol}={fmt(result.size.a)} − {fmt(result.size.b)}: {result.size.estimate.value:+.3f} " \
+                 f"[{result.size.low:+.3f}, {result.size.high:+.3f}] vs SESOI ±{result.sesoi:g}"
+    worst = max(result.failure_upper.values(), default=None)
+    if worst is not None:
+        short += f"; failures up to {worst:.0%} not excluded"
+    if not result.decided:
+        short += f"; for {power:.0%} power: {_open(result)}"
+    return short + ")"
+
+
+def _verdict(page: Page, o, power: float) -> None:
+    """The objective's verdict on the page, with its short line (what the terminal shows) and the numbers
+    behind it: the mean final accuracy per value, the reported difference and the seeds per value."""
+    result = o.result
+    measures = {f"final_accuracy_{o.param}_{fmt(row.value)}": row.final.mean for row in o.rows
+                if row.final.mean is not None and row.value is not None}
+    if result.size is not None:
+        measures.update(difference=result.size.estimate.value, difference_low=result.size.low,
+                        difference_high=result.size.high)
     measures.update({key: float(n) for key, n in (("seeds", result.seeds), ("seeds_for_insensitive",
                      result.seeds_for_insensitive), ("seeds_for_sensitive", result.seeds_for_sensitive)) if n})
-    page.verdict(name, result.word, f"{name}: " + verdict(result, symbol, power), result.decided, short + ")",
-                 measures)
+    page.verdict(o.name, result.word, f"{o.name}: " + verdict(result, o.symbol, power), result.decided,
+                 _short(o.name, o.symbol, result, power), measures)
 
 
 def missing_seeds_command(data: SweepData, want: int) -> str:
@@ -138,49 +169,39 @@ def build(data: SweepData, page: Page) -> None:
               "seed there is no interval (shown as —, hollow marker).", "method")
     page.text(VERDICT_RULE, "method")
     sesoi, alpha, power, last_k = design_of(data)
-    page.text(f"Declared: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}), α {alpha:g}, power target {power:g}; "
-              f"final accuracy = mean of the last {last_k} evaluations.", "method")
-    rows, verdicts, pair_rows, decided, action_rows, caveats = [], [], [], [], [], []
-    for (objective, name), members in groups.items():
-        symbol = threshold(members[0])[1]
-        by_value: Dict[float, List[Run]] = {}
-        for run in members:
-            by_value.setdefault(threshold(run)[2], []).append(run)
-        for value in sorted(by_value, key=lambda v: (v is None, v)):
-            group = by_value[value]
-            done = [r for r in group if r.status == "FINISHED" and summarize(data, r).final_acc is not None]
-            final = t_interval([summarize(data, r).final_acc for r in done], bounds=(0.0, 1.0))
-            best = t_interval([summarize(data, r).best_acc for r in done], bounds=(0.0, 1.0))
-            unfinished = [r for r in group if r.status != "FINISHED"]
-            if unfinished:
-                statuses = ", ".join(sorted({r.status for r in unfinished}))
-                page.missing(f"{name} {symbol}={fmt(value)}: {len(unfinished)} of {len(group)} runs not finished "
-                             f"({statuses}) — left out of the statistics.")
-            no_value = len(group) - len(done) - len(unfinished)
-            if no_value:
-                page.missing(f"{name} {symbol}={fmt(value)}: {no_value} of {len(group)} runs finished without a "
-                             "finite final accuracy — left out of the statistics.")
-            if final.n == 1:
-                page.missing(f"{name} {symbol}={fmt(value)}: one finished seed — no confidence interval.")
-            rows.append([name, symbol, value, final.n, final.mean, _ci(final), best.mean, _ci(best)])
-        outcomes = {v: per_seed(data, runs, "final_accuracy", last_k) for v, runs in by_value.items()}
-        result = threshold_effect.decide(outcomes, sesoi, alpha, power,
-                                         collapsed=threshold_action.collapses(data, by_value),
-                                         resolution=resolution(members, "final_accuracy", (1.0, -1.0), last_k))
-        acts = threshold_action.actions(data, by_value)
-        action_rows += [threshold_action.row(name, symbol, a) for a in acts]
-        caveats += threshold_action.caveats(objective, name, symbol, acts)
-        verdicts.append((name, symbol, result, outcomes, threshold_param(objective)))
-        decided.append((objective, name, symbol, result))
-        for pair in result.pairs:
-            pair_rows.append([name, f"{symbol}={fmt(pair.a)} − {symbol}={fmt(pair.b)}", pair.estimate.n,
+    page.text(f"Declared: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}), α {alpha:g}, power target {power:g} "
+              f"({'the named sweep' if spec_for(data) else 'the harness defaults'}), all before the runs; final "
+              f"accuracy = mean of the last {last_k} evaluations; failure margin {threshold_effect.FAILURE_MARGIN:.0%} "
+              f"({MARGIN_SOURCE}); failure: {failures.RULE}.", "method")
+    study = threshold_study.gather(data, groups, sesoi, alpha, power, last_k)
+    rows, pair_rows, action_rows, caveats = [], [], [], []
+    for o in study:
+        for row in o.rows:
+            if row.unfinished:
+                statuses = ", ".join(sorted({r.status for r in row.unfinished}))
+                page.missing(f"{o.name} {o.symbol}={fmt(row.value)}: {len(row.unfinished)} of {len(row.runs)} runs "
+                             f"not finished ({statuses}) — left out of the statistics.")
+            if row.no_value:
+                page.missing(f"{o.name} {o.symbol}={fmt(row.value)}: {row.no_value} of {len(row.runs)} runs finished "
+                             "without a finite final accuracy — left out of the statistics.")
+            if row.final.n == 1:
+                page.missing(f"{o.name} {o.symbol}={fmt(row.value)}: one finished seed — no confidence interval.")
+            rows.append([o.name, o.symbol, row.value, row.final.n, row.final.mean, _ci(row.final), row.best.mean,
+                         _ci(row.best), str(o.result.collapses.get(row.value, "")),
+                         _share(o.result.failure_upper.get(row.value))])
+        action_rows += [threshold_action.row(o.name, o.symbol, a) for a in o.actions]
+        caveats += threshold_action.caveats(o.objective, o.name, o.symbol, o.actions)
+        for pair in o.result.pairs:
+            pair_rows.append([o.name, f"{o.symbol}={fmt(pair.a)} − {o.symbol}={fmt(pair.b)}", pair.estimate.n,
                               f"{pair.estimate.value:+.3f}", f"[{pair.low:+.3f}, {pair.high:+.3f}]",
                               "paired" if pair.estimate.paired else "Welch", fmt(pair.p_differs, 3),
-                              fmt(pair.p_beyond, 3), fmt(pair.p_equivalent, 3)])
+                              fmt(pair.p_beyond, 3), fmt(pair.p_equivalent, 3), fmt(pair.p_collapse_differs, 3)])
     page.heading("Verdict")
-    for name, symbol, result, outcomes, param in verdicts:
-        _verdict(page, name, symbol, result, outcomes, param, power)
-    undecided = [r for _, _, _, r in decided if not r.decided]
+    for o in study:
+        _verdict(page, o, power)
+        bar = "" if o.gain_bar is None else f" (gain below {o.gain_bar:.3f})"
+        page.text(f"{o.name}: failed runs{bar}: {', '.join(threshold_study.failed_runs(o)) or 'none'}.")
+    undecided = [o.result for o in study if not o.result.decided]
     if undecided:
         have = min(r.seeds for r in undecided)
         want = max(have + 1, max(min(filter(None, (r.seeds_for_insensitive, r.seeds_for_sensitive)), default=have + 1)
@@ -199,42 +220,19 @@ def build(data: SweepData, page: Page) -> None:
     if not pair_rows:
         page.text("No two threshold values have 2 or more finished seeds each: nothing to compare yet.")
     else:
-        page.table(["variant", "contrast c", "seeds", "c", f"{1 - 2 * alpha:.0%} interval", "test", "p (c ≠ 0)",
-                    f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)"], pair_rows)
-    _differences(page, decided, sesoi, alpha)
+        page.table(["variant", "contrast c (runs that did not fail)", "seeds", "c", f"{1 - 2 * alpha:.0%} interval",
+                    "test", "p (c ≠ 0)", f"p (|c| > {sesoi:g})", f"p (|c| < {sesoi:g}, TOST)",
+                    "p (failure rates differ)"], pair_rows)
+    threshold_figure.differences(page, [(o.objective, o.name, o.symbol, o.result) for o in study], sesoi, alpha)
     page.heading("Accuracy versus threshold")
     page.table(["variant", "threshold", "value", "finished seeds", "final acc (mean)", "final 95% CI",
-                "best acc (mean)", "best 95% CI"], rows)
+                "best acc (mean)", "best 95% CI", "failed", f"failure rate, {1 - alpha:.0%} upper bound"], rows)
     _accuracy_vs_threshold(data, page, groups, sesoi)
     _curves(data, page, groups)
 
 
-def _differences(page: Page, decided, sesoi: float, alpha: float) -> None:
-    """The headline figure: each pair's difference with its (1 − 2α) interval against the ±SESOI band."""
-    rows = [(objective, name, symbol, pair) for objective, name, symbol, result in decided for pair in result.pairs]
-    if not rows:
-        return
-    fig, axes = plots.grid(1, ncols=1, width=8.5, height=1.3 + 0.42 * len(rows), left=2.6)
-    ax = axes[0]
-    ax.axvspan(-sesoi, sesoi, color="#cfe3f3", zorder=0, label=f"±SESOI ({sesoi:g})")
-    ax.axvline(0, color="#000", linewidth=0.8)
-    for i, (objective, name, symbol, pair) in enumerate(rows):
-        y = len(rows) - 1 - i
-        value = pair.estimate.value
-        ax.errorbar([value], [y], xerr=[[value - pair.low], [pair.high - value]], fmt=MARKERS[i % len(MARKERS)],
-                    color=colour(objective), capsize=4, markersize=6, linewidth=1.6, zorder=3)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{name}: {symbol}={fmt(p.a)} − {symbol}={fmt(p.b)}"
-                        for _, name, symbol, p in reversed(rows)])
-    ax.set_ylim(-0.6, len(rows) - 0.4)
-    plots.finish(ax, "Paired differences in final accuracy between threshold values",
-                 "difference in final eval accuracy", "", legend=True)
-    page.figure(fig, "pairwise_differences", f"Headline: each pair of threshold values' difference in mean final "
-                f"accuracy (paired over shared seeds) with its {1 - 2 * alpha:.0%} interval (the one whose ends are "
-                f"the one-sided tests at α {alpha:g}); shaded: the ±SESOI equivalence region. An interval inside "
-                "the band shows equivalence (TOST at α). The tests for a difference are two-sided and Holm-corrected "
-                "over the pairs, so they need more than an interval outside the band or away from 0: read them in "
-                "the table.")
+def _share(value) -> Optional[str]:
+    return None if value is None else f"{value:.1%}"
 
 
 def _left_out(data: SweepData, groups: Dict, used) -> List[str]:
