@@ -15,6 +15,7 @@ from harness.infra.claim import claimed_any  # standard library only
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
 from harness.infra.stop_signals import Killed  # standard library only
+from harness.sweeps import auto_study  # standard library only (until it runs)
 from hydra_plugins.harness_launcher.arguments import informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
@@ -175,6 +176,8 @@ def run_cli(argv: List[str]) -> int:
     args = parse_hydra_args(argv)
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
+    if checks and auto_study.asked(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
+        return _run_auto(args.overrides, options, multirun)
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
     from harness.config.errors import ConfigError
@@ -197,6 +200,18 @@ def run_cli(argv: List[str]) -> int:
     except ConfigError as err:
         return _fail(str(err))
     return _launch(lambda: _run_one(jobs[0], options), multirun, options)
+
+
+def _run_auto(overrides: List[str], options: Options, multirun: bool) -> int:
+    """A multirun with seed=auto (harness/sweeps/auto_study.py); stopped, it ends like a sweep."""
+    from harness.sweeps.auto_study import main as auto_main
+
+    try:
+        return auto_main(overrides, options.plan, options.new_sweep, options.any_size, multirun)
+    except (LoopedPath, Refused) as err:
+        return _fail(str(err))
+    except (KeyboardInterrupt, Killed) as err:
+        return _stopped(err, "its runs in progress are recorded as KILLED; the same command continues the study")
 
 
 def _run_one(job, options: Options) -> Any:
