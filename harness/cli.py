@@ -15,7 +15,6 @@ from harness.infra.claim import claimed_any  # standard library only
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
 from harness.infra.stop_signals import Killed  # standard library only
-from harness.sweeps import auto_study  # standard library only (until it runs)
 from hydra_plugins.harness_launcher.arguments import informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
@@ -176,7 +175,7 @@ def run_cli(argv: List[str]) -> int:
     args = parse_hydra_args(argv)
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
-    if checks and auto_study.asked(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
+    if checks and _asks_auto(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
         return _run_auto(args.overrides, options, multirun)
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
@@ -200,6 +199,12 @@ def run_cli(argv: List[str]) -> int:
     except ConfigError as err:
         return _fail(str(err))
     return _launch(lambda: _run_one(jobs[0], options), multirun, options)
+
+
+def _asks_auto(overrides: List[str]) -> bool:
+    """seed=auto or a budget.* key (harness/sweeps/auto_study.py reads and checks them)."""
+    keys = [(o.partition("=")[0].lstrip("+~"), o.partition("=")[2].strip()) for o in overrides]
+    return any(key == "seed" and value == "auto" or key.startswith("budget.") for key, value in keys)
 
 
 def _run_auto(overrides: List[str], options: Options, multirun: bool) -> int:

@@ -97,14 +97,18 @@ def _report_look(data, spec, plan: List[int], taken: List[dict], n: int, j: int)
     level = report_looks.look_alpha(n, taken[-1]["seeds"] if taken else 0, plan[-1], design.alpha)
     judged = report_looks.judge(data, level)
     taken.append({"round": j + 1, "seeds": n, "alpha": level})
-    for line in report_looks.lines(judged, len(taken), n, level, design.power):
-        print(line, flush=True)
+    print("\n".join(report_looks.lines(judged, len(taken), n, level)), flush=True)
     if not judged:
         return 0, f"nothing to decide at {n} seeds per value: no objective has finished runs at 2 threshold values"
     if report_looks.all_decided(judged):
         return 0, f"every verdict decided at {n} seeds per value"
     sesoi, power, _ = report_looks.design(data)
-    return report_looks.next_look(judged, plan, n, plan[-1], design.alpha, sesoi, power), None
+    target = report_looks.next_look(judged, plan, n, plan[-1], design.alpha, sesoi, power,
+                                    most=2 * design.budget.per_round)
+    ahead = (report_looks.look_alpha(target, n, plan[-1], design.alpha), "the next look's") if target > n else \
+        (level, "this look's")  # no look left: what this one would have needed
+    print("\n".join(report_looks.missing(judged, sesoi, power, *ahead)), flush=True)
+    return target, None
 
 
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],

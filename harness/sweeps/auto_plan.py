@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from harness.launchers.plan import print_plan as plan_of
 from harness.sweeps.report_looks import look_alpha
 
 
@@ -32,8 +33,6 @@ def limit_lines(spec, planned: List[int], per_seed: int, found: Optional[Tuple[P
 
 def print_plan(spec, sweep_dir: Path, grids, planned: List[int], per_seed: int,
                found: Optional[Tuple[Path, dict]]) -> None:
-    from harness.launchers.plan import print_plan as plan_of
-
     for grid in grids:
         task = [o for o in grid.task if o.partition("=")[0] != "seed"]
         plan_of(f"multirun {' '.join(task)} seed=auto, its first round", grid.launcher, grid.jobs,

@@ -21,6 +21,22 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from harness.config.errors import ConfigError
+from harness.config.flags import YES_FLAG
+from harness.config.overrides import parse_overrides
+from harness.infra.claim import held_by
+from harness.reports.evidence.design import Budget, Design
+from harness.reports.evidence.sweep_spec import SweepSpec
+from harness.reports.rendering.verdicts import sweep_answer
+from harness.reports.results.thresholds import threshold_param
+from harness.stats.grid_seeds import runs_per_seed
+from harness.stats.look_plan import looks
+from harness.sweeps.adaptive import run_adaptive
+from harness.sweeps.auto_plan import print_plan
+from harness.sweeps.design_identity import changes_computation
+from harness.sweeps.grid_runs import prepare_jobs
+from harness.sweeps.study_state import STATE_FILE, STUDY_LOCK, saved_state
+
 AUTO_VALUE = "auto"
 BUDGET_KEYS = {"runs": (int, "a whole number of runs ≥ 1"), "minutes": (float, "a number of minutes > 0"),
                "max_seeds": (int, "a whole number of seeds per value ≥ 2"),
@@ -33,12 +49,6 @@ HYPOTHESIS = ("does the threshold matter? Fresh seeds are added in rounds until 
 
 def _key(override: str) -> str:
     return override.partition("=")[0].lstrip("+~")
-
-
-def asked(overrides: Sequence[str]) -> bool:
-    """Does the command ask for seed=auto or give a budget.* key? (standard library only: read on every command)"""
-    return any((_key(o) == "seed" and o.partition("=")[2].strip() == AUTO_VALUE) or _key(o).startswith("budget.")
-               for o in overrides)
 
 
 def read(overrides: Sequence[str], multirun: bool) -> Tuple[Dict[str, float], List[str]]:
@@ -76,15 +86,15 @@ def read(overrides: Sequence[str], multirun: bool) -> Tuple[Dict[str, float], Li
     return budget, rest
 
 
+class MultirunStudy(SweepSpec):
+    """A multirun's overrides as a study's grid: they are its whole config (no experiment or common overrides)."""
+
+    def common_overrides(self) -> List[str]:
+        return []
+
+
 def study_spec(rest: List[str], budget: Dict[str, float]):
     """The study's SweepSpec: its grid (for the runs per seed), seeds: auto and the budget; no declared test."""
-    from harness.config.overrides import parse_overrides
-    from harness.reports.evidence.design import Budget, Design
-    from harness.reports.evidence.sweep_spec import SweepSpec
-
-    class MultirunStudy(SweepSpec):
-        def common_overrides(self) -> List[str]:  # the multirun's own overrides are its whole config
-            return []
 
     grid = {o.get_key_element(): list(o.sweep_string_iterator()) for o in parse_overrides(rest)
             if o.is_sweep_override() and o.is_discrete_sweep()}
@@ -97,7 +107,6 @@ def study_spec(rest: List[str], budget: Dict[str, float]):
 def sealed(spec, rest: List[str]) -> dict:
     """What makes two commands the same study: what the runs compute, α and the budget that plans the looks
     (not the minutes, which only stop early, nor where the runs run)."""
-    from harness.sweeps.design_identity import changes_computation
 
     b = spec.design.budget
     return {"multirun": sorted(o for o in rest if changes_computation(o)), "alpha": spec.design.alpha,
@@ -106,7 +115,6 @@ def sealed(spec, rest: List[str]) -> dict:
 
 def undecidable(jobs) -> Optional[str]:
     """Why the sweep's reports can decide nothing (no objective at ≥ 2 values of its threshold), or None."""
-    from harness.reports.results.thresholds import threshold_param
 
     values: Dict[str, set] = {}
     for job in jobs:
@@ -123,8 +131,6 @@ def undecidable(jobs) -> Optional[str]:
 def latest_study(root: Path, design: dict) -> Optional[Tuple[Path, dict]]:
     """The latest study of this command under `root` (<output_root>/multirun/auto) not held by a driver now:
     (its folder, its state), or None."""
-    from harness.infra.claim import held_by
-    from harness.sweeps.study_state import STATE_FILE, STUDY_LOCK, saved_state
 
     for path in sorted(Path(root).glob(f"*/{STATE_FILE}"), reverse=True):
         try:
@@ -138,11 +144,6 @@ def latest_study(root: Path, design: dict) -> Optional[Tuple[Path, dict]]:
 
 def main(overrides: List[str], plan: bool = False, new_sweep: bool = False, any_size: bool = False,
          multirun: bool = True) -> int:
-    from harness.config.errors import ConfigError
-    from harness.config.flags import YES_FLAG
-    from harness.stats.grid_seeds import runs_per_seed
-    from harness.stats.look_plan import looks
-    from harness.sweeps.grid_runs import prepare_jobs
 
     try:
         budget, rest = read(overrides, multirun)
@@ -164,14 +165,11 @@ def main(overrides: List[str], plan: bool = False, new_sweep: bool = False, any_
     design = sealed(spec, rest)
     found = None if new_sweep else latest_study(sweep_dir.parent, design)
     if plan:
-        from harness.sweeps.auto_plan import print_plan
 
         print_plan(spec, sweep_dir, grids, planned, per_seed, found)
         return 0
-    from harness.sweeps.adaptive import run_adaptive
 
     if found and found[1].get("final"):
-        from harness.reports.rendering.verdicts import sweep_answer
 
         print("\n".join([f"multirun seed=auto: this command's study in {found[0]} has ended ({found[1].get('stopped')})"
                          "; --new-sweep starts another", *sweep_answer(found[0])]))

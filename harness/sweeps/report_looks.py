@@ -9,7 +9,8 @@ n_prev spends f(n/N) − f(n_prev/N), so however many looks are taken and wherev
 (multiples of the round size up to N), the looks together spend at most f(1) = α. The next look is chosen from
 the seeds per value the undecided verdicts still need (`seeds_for_insensitive`, `seeds_for_sensitive`: the
 noisiest pair's spread and the collapse bound, not which way the means differ), each computed at the α that
-look would have; a look past what the budget allows is not planned.
+look would have, a round adding at most twice the round size (`budget.per_round`); a look past what the budget
+allows is not planned.
 """
 from __future__ import annotations
 
@@ -76,10 +77,12 @@ def needed(verdict: threshold_effect.ThresholdVerdict) -> Optional[int]:
 
 
 def next_look(judged: Sequence[Judged], plan: Sequence[int], done: int, max_seeds: int, alpha: float,
-              sesoi: float, power: float) -> int:
-    """The smallest planned look past `done` at which every undecided verdict, decided again at that look's α
-    on the spread seen so far, has the seeds it needs (the last planned look if none)."""
-    later = [m for m in plan if m > done]
+              sesoi: float, power: float, most: int) -> int:
+    """The smallest planned look past `done`, at most `most` seeds per value further, at which every undecided
+    verdict, decided again at that look's α on the spread seen so far, has the seeds it needs (else the
+    furthest of those looks: a spread from few seeds is a rough guide, and a round stays the size of a sweep
+    that runs well)."""
+    later = [m for m in plan if done < m <= done + most] or [m for m in plan if m > done][:1]
     for m in later:
         level = look_alpha(m, done, max_seeds, alpha)
         wants = [needed(threshold_effect.decide(j.outcomes, sesoi, level, power, collapsed=j.collapsed,
@@ -99,23 +102,26 @@ def fitting(plan: Sequence[int], done: int, wanted: int, minutes_left: Optional[
     return fits[-1] if fits else None
 
 
-def lines(judged: Sequence[Judged], look: int, n: int, alpha: float, power: float) -> List[str]:
-    """The look's verdicts, then for each undecided one what is missing (which part, the seeds it needs)."""
-    out = [f"  look {look} (n={n} seeds per value, α={alpha:.4f}): {j.name}: {j.verdict.word}" for j in judged]
-    return out + [f"    missing: {text}" for text in missing(judged, power)]
+def lines(judged: Sequence[Judged], look: int, n: int, alpha: float) -> List[str]:
+    """The look's verdicts, one line per objective."""
+    return [f"  look {look} (n={n} seeds per value, α={alpha:.2g}): {j.name}: {j.verdict.word}" for j in judged]
 
 
-def missing(judged: Sequence[Judged], power: float) -> List[str]:
-    """Per undecided verdict: the objective, the part not decided, the seeds per value it needs."""
+def missing(judged: Sequence[Judged], sesoi: float, power: float, alpha: float, which: str) -> List[str]:
+    """Per undecided verdict: the objective, the part not decided, and the seeds per value it needs for the
+    power target at level α (`which` says which look's α that is)."""
     out = []
     for j in judged:
-        v = j.verdict
-        if v.decided:
+        if j.verdict.decided:
             continue
-        if v.word == threshold_effect.DIFFERS:
-            part = f"the size of the difference (whether it exceeds the SESOI) — {v.seeds_for_sensitive or '?'}"
+        v = threshold_effect.decide(j.outcomes, sesoi, alpha, power, collapsed=j.collapsed, resolution=j.resolution)
+        if j.verdict.word == threshold_effect.DIFFERS:
+            part, need = "the size of the difference (whether it exceeds the SESOI) is not decided", \
+                f"{v.seeds_for_sensitive or '?'} seeds per value"
         else:
-            part = (f"neither a difference nor equivalence shown — {v.seeds_for_insensitive or '?'} to show "
-                    f"insensitivity, {v.seeds_for_sensitive or '?'} to detect a difference of the SESOI,")
-        out.append(f"{j.name}: {part} seeds per value for {power:.0%} power at this look's α (now {v.seeds})")
+            part = f"neither a difference nor equivalence within ±{sesoi:g} is shown"
+            need = (f"{v.seeds_for_insensitive or '?'} seeds per value to show insensitivity, "
+                    f"{v.seeds_for_sensitive or '?'} to detect a difference of the SESOI")
+        out.append(f"    missing: {j.name}: {part} (now {j.verdict.seeds}); for {power:.0%} power at {which} α "
+                   f"({alpha:.2g}): {need}")
     return out
