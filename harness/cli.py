@@ -43,7 +43,8 @@ commands:
 
 examples:
   python -m harness debug=quick                                  # one tiny run, end to end
-  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 'seed=range(0,8)'   # 48 runs, their reports
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 seed=auto budget.minutes=14
+                                 # the main job: seeds in rounds until each sensitivity verdict is decided
   python -m harness sweep claim1_sanity                          # a claim's design: 40 runs and its verdict
   python -m harness report multirun/<date>/<time> --kind sensitivity
 
@@ -52,6 +53,8 @@ flags: --plan (jobs, already finished, ensembles, time, #SBATCH lines; run nothi
        --force (rerun finished configs), --detach, --dry-run (verl plans), --yes (a grid of over 10,000 jobs),
        --hydra-help (Hydra's own help),
        --new-sweep (a new sweep folder, where re-running a stopped sweep's command would continue it)
+seed=auto: fresh seeds in rounds until the reports decide; budget.minutes=, budget.runs= (one at least),
+       budget.max_seeds= (40), budget.per_round= (4); the same command continues a stopped study
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
