@@ -15,7 +15,7 @@ from harness.infra.claim import claimed_any  # standard library only
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
 from harness.infra.stop_signals import Killed  # standard library only
-from hydra_plugins.harness_launcher.arguments import informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
+from hydra_plugins.harness_launcher.arguments import asks_auto, informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -43,8 +43,7 @@ commands:
 
 examples:
   python -m harness debug=quick                                  # one tiny run, end to end
-  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 seed=auto budget.minutes=14
-                                 # the main job: seeds in rounds until each sensitivity verdict is decided
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 seed=auto budget.minutes=14   # seeds until decided
   python -m harness sweep claim1_sanity                          # a claim's design: 40 runs and its verdict
   python -m harness report multirun/<date>/<time> --kind sensitivity
 
@@ -53,8 +52,6 @@ flags: --plan (jobs, already finished, ensembles, time, #SBATCH lines; run nothi
        --force (rerun finished configs), --detach, --dry-run (verl plans), --yes (a grid of over 10,000 jobs),
        --hydra-help (Hydra's own help),
        --new-sweep (a new sweep folder, where re-running a stopped sweep's command would continue it)
-seed=auto: fresh seeds in rounds until the reports decide; budget.minutes=, budget.runs= (one at least),
-       budget.max_seeds= (40), budget.per_round= (4); the same command continues a stopped study
 read more: README.md (runs, sweeps, reports, MLflow), docs/algorithms.md (the objectives), conf/config.yaml"""
 
 # What a tool prepares before its first line of output (its heavy imports), said at once on stderr.
@@ -178,7 +175,7 @@ def run_cli(argv: List[str]) -> int:
     args = parse_hydra_args(argv)
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
-    if checks and _asks_auto(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
+    if checks and asks_auto(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
         return _run_auto(args.overrides, options, multirun)
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
@@ -204,20 +201,11 @@ def run_cli(argv: List[str]) -> int:
     return _launch(lambda: _run_one(jobs[0], options), multirun, options)
 
 
-def _asks_auto(overrides: List[str]) -> bool:
-    """seed=auto or a budget.* key (harness/sweeps/auto_study.py reads and checks them)."""
-    keys = [(o.partition("=")[0].lstrip("+~"), o.partition("=")[2].strip()) for o in overrides]
-    return any(key == "seed" and value == "auto" or key.startswith("budget.") for key, value in keys)
-
-
-def _run_auto(overrides: List[str], options: Options, multirun: bool) -> int:
-    """A multirun with seed=auto (harness/sweeps/auto_study.py); stopped, it ends like a sweep."""
+def _run_auto(overrides: List[str], options: Options, multirun: bool) -> int:  # harness/sweeps/auto_study.py
     from harness.sweeps.auto_study import main as auto_main
 
     try:
         return auto_main(overrides, options.plan, options.new_sweep, options.any_size, multirun)
-    except (LoopedPath, Refused) as err:
-        return _fail(str(err))
     except (KeyboardInterrupt, Killed) as err:
         return _stopped(err, "its runs in progress are recorded as KILLED; the same command continues the study")
 

@@ -25,6 +25,8 @@ from harness.config.errors import ConfigError
 from harness.config.flags import YES_FLAG
 from harness.config.overrides import parse_overrides
 from harness.infra.claim import held_by
+from harness.infra.paths import LoopedPath
+from harness.infra.refused import Refused
 from harness.reports.evidence.design import Budget, Design
 from harness.reports.evidence.sweep_spec import SweepSpec
 from harness.reports.rendering.verdicts import sweep_answer
@@ -144,6 +146,15 @@ def latest_study(root: Path, design: dict) -> Optional[Tuple[Path, dict]]:
 
 def main(overrides: List[str], plan: bool = False, new_sweep: bool = False, any_size: bool = False,
          multirun: bool = True) -> int:
+    """The study the command asks for (exit code); a refused check or output folder: one line, exit 2."""
+    try:
+        return _study(overrides, plan, new_sweep, any_size, multirun)
+    except (LoopedPath, Refused) as err:
+        print(f"harness: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _study(overrides: List[str], plan: bool, new_sweep: bool, any_size: bool, multirun: bool) -> int:
 
     try:
         budget, rest = read(overrides, multirun)
