@@ -166,11 +166,11 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
             break
         elapsed = (clock() - started) / 60.0
         if budget.minutes is not None and not first:
-            per_seed = last_round / max(1, last_seeds)
-            fits = report_looks.fitting(plan, done, n, budget.minutes - elapsed, per_seed)
+            seed_minutes = last_round / max(1, last_seeds)
+            fits = report_looks.fitting(plan, done, n, budget.minutes - elapsed, seed_minutes)
             if fits is None:
                 stop = (f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, the next round takes "
-                        f"~{per_seed * (min(m for m in plan if m > done) - done):.1f}")
+                        f"~{seed_minutes * (min(m for m in plan if m > done) - done):.1f}")
                 final = False
                 break
             n = fits
@@ -181,7 +181,8 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                                                 tag=f"r{j + 1}", into=sweep_dir)
         store = grid_runs.store_of(jobs)
         record(pending=n)
-        print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
+        print(f"sweep {spec.name}: round {len(taken) + 1 if by_reports else j + 1}: seeds {seeds.start}.."
+              f"{seeds.stop - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags))
         last_round, last_seeds, done, first, target = (clock() - began) / 60.0, n - done, n, False, 0
         record()
