@@ -17,7 +17,7 @@ from harness.infra.extensions import warn_broken  # loaded with the package
 from harness.infra.paths import LoopedPath  # standard library only
 from harness.infra.refused import Refused  # imports nothing
 from harness.infra.stop_signals import Killed  # standard library only
-from hydra_plugins.harness_launcher.arguments import informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
+from hydra_plugins.harness_launcher.arguments import asks_auto, informs_only, parse_hydra_args, read_flags  # Hydra: when parsing
 
 # Tools beside run/multirun: name -> ("module:function", one line for the help page), the function taking argv
 # and returning an exit code. Imported only when called, so composing a run stays fast.
@@ -45,7 +45,7 @@ commands:
 
 examples:
   python -m harness debug=quick                                  # one tiny run, end to end
-  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 'seed=range(0,8)'   # 48 runs, their reports
+  python -m harness multirun algo=dppo,drpo delta=0.1,0.15,0.2 seed=auto budget.minutes=14   # seeds until decided
   python -m harness sweep claim1_sanity                          # a claim's design: 40 runs and its verdict
   python -m harness report multirun/<date>/<time> --kind sensitivity
 
@@ -185,6 +185,8 @@ def run_cli(argv: List[str]) -> int:
         return _fail(str(err))
     multirun = multirun or args.multirun
     hydra_argv = argv + (["--multirun"] if multirun and not args.multirun else [])
+    if checks and asks_auto(args.overrides):  # seed=auto: rounds of fresh seeds until the reports decide
+        return _run_auto(args.overrides, options, multirun)
     if args.help or args.hydra_help or args.shell_completion:
         return _launch(lambda: _run_hydra(hydra_argv, options), multirun, options)
     from harness.launchers.compose import check_overrides, check_sweep_config, preflight_jobs
@@ -206,6 +208,15 @@ def run_cli(argv: List[str]) -> int:
     except ConfigError as err:
         return _fail(str(err))
     return _launch(lambda: _run_one(jobs[0], options), multirun, options)
+
+
+def _run_auto(overrides: List[str], options: Options, multirun: bool) -> int:  # harness/sweeps/auto_study.py
+    from harness.sweeps.auto_study import main as auto_main
+
+    try:
+        return auto_main(overrides, options.plan, options.new_sweep, options.any_size, multirun)
+    except (KeyboardInterrupt, Killed) as err:
+        return _stopped(err, "its runs in progress are recorded as KILLED; the same command continues the study")
 
 
 def _run_one(job, options: Options) -> Any:

@@ -37,7 +37,7 @@ from harness.reports.results.locate import from_sweep_dir
 from harness.reports.evidence.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
-from harness.sweeps import grid_runs
+from harness.sweeps import grid_runs, report_looks
 from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
 
 
@@ -89,17 +89,46 @@ def _pilot(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str]):
     return store, worst, refused, pilot.with_max_seeds(spec, seeds), None
 
 
+def _report_look(data, spec, plan: List[int], taken: List[dict], n: int, j: int):
+    """A look of a study without declared tests: its reports' verdicts at this look's α (appended to `taken`,
+    the looks recorded in the study's state, which the pages read back). (the next look's seeds per value,
+    why the study ends or None)."""
+    design = spec.design
+    level = report_looks.look_alpha(n, taken[-1]["seeds"] if taken else 0, plan[-1], design.alpha)
+    judged = report_looks.judge(data, level)
+    taken.append({"round": j + 1, "seeds": n, "alpha": level})
+    print("\n".join(report_looks.lines(judged, len(taken), n, level)), flush=True)
+    if not judged:
+        return 0, f"nothing to decide at {n} seeds per value: no objective has finished runs at 2 threshold values"
+    if report_looks.all_decided(judged):
+        return 0, f"every verdict decided at {n} seeds per value"
+    sesoi, power, _ = report_looks.design(data)
+    target = report_looks.next_look(judged, plan, n, plan[-1], design.alpha, sesoi, power,
+                                    most=2 * design.budget.per_round)
+    ahead = (report_looks.look_alpha(target, n, plan[-1], design.alpha), "the next look's") if target > n else \
+        (level, "this look's")  # no look left: what this one would have needed
+    print("\n".join(report_looks.missing(judged, sesoi, power, *ahead)), flush=True)
+    return target, None
+
+
 def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
                  clock: Callable[[], float] = time.monotonic, done: int = 0,
-                 sweep_file: Optional[Path] = None) -> int:
+                 sweep_file: Optional[Path] = None, sealed: Optional[dict] = None) -> int:
     """Run the rounds after `done` seeds per arm (0: a new study; else a continued one, see the module).
-    `sweep_file`: the spec's file (default: the named sweep's), whose design the study records as it starts."""
-    sealed = design_of(sweep_file or sweep_path(spec.name))
+    `sweep_file`: the spec's file (default: the named sweep's), whose design the study records as it starts;
+    `sealed`: that design, for a study without a file (a `seed=auto` multirun, harness/sweeps/auto_study.py).
+    A spec without declared tests runs until every verdict of its reports is decided (sweeps/report_looks.py),
+    each round sized by the seeds those verdicts still need; the α of each look is recorded (`looks`)."""
+    sealed = sealed if sealed is not None else design_of(sweep_file or sweep_path(spec.name))
+    before = (saved_state(sweep_dir) or {}) if done else {}
+    taken, target = list(before.get("looks") or []), int(before.get("next") or 0)  # a stopped round's look
     hold_study(sweep_dir)  # one driver at a time (a continued study's was taken before it got here)
 
-    def record(stopped: Optional[str] = None, final: bool = False) -> None:
+    def record(stopped: Optional[str] = None, final: bool = False, pending: int = 0) -> None:
         save_state(sweep_dir, {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done),
-                               "design": sealed, **({"stopped": stopped, "final": final} if stopped else {})})
+                               "design": sealed, **({"looks": taken} if taken else {}),
+                               **({"next": pending} if pending else {}),
+                               **({"stopped": stopped, "final": final} if stopped else {})})
 
     record()
     spec = pilot.planned(spec, sweep_dir) if done else spec
@@ -109,7 +138,8 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     print(f"sweep {spec.name}: {spec.hypothesis.strip()}\n  folder: {sweep_dir}\n  seeds: auto — looks at "
           f"{', '.join(map(str, plan))} seeds per arm{' at most (the pilot plans them)' if design.pilot and not done else ''}"
           f" ({per_seed} runs per seed; budget {budget.runs or '∞'} runs"
-          f"{f', {budget.minutes:g} min' if budget.minutes else ''}); α {design.alpha:g} spent over the looks")
+          f"{f', {budget.minutes:g} min' if budget.minutes else ''}); α {design.alpha:g} spent over the looks"
+          + ("; each round sized by the seeds the undecided verdicts need" if not design.tests else ""))
     if done:
         print(f"sweep {spec.name}: continuing after {done} seeds per arm (the looks before it are spent)")
     started, worst, last_round, first = clock(), 0, 0.0, True
@@ -129,26 +159,42 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         design = spec.design
         plan = looks(budget.per_round, design.max_seeds(per_seed))
         print(f"sweep {spec.name}: looks at {', '.join(map(str, plan))} seeds per arm")
-    stop, final = "budget spent (every planned look taken)", True
-    for j, n in enumerate(plan):
-        if n <= done:
-            continue
-        elapsed = (clock() - started) / 60.0
-        if budget.minutes is not None and not first and elapsed + last_round > budget.minutes:
-            stop = f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, a round takes ~{last_round:.1f}"
-            final = False
+    stop, final, by_reports, last_seeds = "budget spent (every planned look taken)", True, not design.tests, 0
+    while True:
+        n = next((m for m in plan if m > done and m >= min(target, plan[-1])), None)
+        if n is None:
             break
+        elapsed = (clock() - started) / 60.0
+        if budget.minutes is not None and not first:
+            seed_minutes = last_round / max(1, last_seeds)
+            fits = report_looks.fitting(plan, done, n, budget.minutes - elapsed, seed_minutes)
+            if fits is None:
+                stop = (f"minutes budget: {elapsed:.1f} of {budget.minutes:g} min used, the next round takes "
+                        f"~{seed_minutes * (min(m for m in plan if m > done) - done):.1f}")
+                final = False
+                break
+            n = fits
+        j = plan.index(n)
         began = clock()
         seeds = design.main_seeds(done, n)
         _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], flags,
                                                 tag=f"r{j + 1}", into=sweep_dir)
         store = grid_runs.store_of(jobs)
-        print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
+        record(pending=n)
+        print(f"sweep {spec.name}: round {len(taken) + 1 if by_reports else j + 1}: seeds {seeds.start}.."
+              f"{seeds.stop - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags))
-        last_round, done, first = (clock() - began) / 60.0, n, False
+        last_round, last_seeds, done, first, target = (clock() - began) / 60.0, n - done, n, False, 0
         record()
         try:
             data = collect(from_sweep_dir(sweep_dir, store))
+            if by_reports:  # no declared tests: the reports' verdicts decide (sweeps/report_looks.py)
+                target, ended = _report_look(data, spec, plan, taken, n, j)
+                record()
+                if ended:
+                    stop = ended
+                    break
+                continue
             refused = preconditions.failed(preconditions.check(data, design.preconditions, design.last_k))
             outcomes = [] if refused else evaluate(data, spec)
         except Exception as err:  # the study's driver loop: no data yet (every run failed) must not end it

@@ -22,6 +22,12 @@ def read_flags(argv: List[str]) -> Tuple[Options, List[str]]:
     return options, kept + added + verbose
 
 
+def asks_auto(overrides: List[str]) -> bool:
+    """seed=auto or a budget.* key: seeds in rounds until the reports decide (harness/sweeps/auto_study.py)."""
+    keys = [(o.partition("=")[0].lstrip("+~"), o.partition("=")[2].strip()) for o in overrides]
+    return any((key == "seed" and value == "auto") or key.startswith("budget.") for key, value in keys)
+
+
 def informs_only(argv: List[str]) -> bool:
     """A Hydra flag that prints something and runs nothing."""
     return any(a in INFORMING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 
 from harness.config.yaml_errors import YAML_READ_ERRORS
-from harness.reports.evidence import threshold_action, threshold_effect, threshold_study
+from harness.reports.evidence import study_looks, threshold_action, threshold_effect, threshold_study
 from harness.reports.rendering import plots, threshold_figure
 from harness.reports.results.data import SweepData, fmt
 from harness.reports.evidence.decisions import spec_for
@@ -59,12 +59,14 @@ DEFAULT_SOURCE = ("the harness's default (harness/reports/evidence/threshold_eff
 
 
 def design_of(data: SweepData) -> Tuple[float, float, float, int]:
-    """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults."""
+    """(SESOI, α, power, last_k): from the named sweep's file when the sweep is one, else the defaults; in an
+    adaptive study (a `seed=auto` multirun) α is its last look's share (evidence/study_looks.py)."""
     spec = spec_for(data)
+    look = study_looks.last_look_alpha(data.sweep_dir)
     if spec is None:
-        return threshold_effect.DEFAULT_SESOI, 0.05, 0.8, LAST_K
+        return threshold_effect.DEFAULT_SESOI, look or 0.05, 0.8, LAST_K
     d = spec.design
-    return d.sesoi if d.sesoi is not None else threshold_effect.DEFAULT_SESOI, d.alpha, d.power, d.last_k
+    return d.sesoi if d.sesoi is not None else threshold_effect.DEFAULT_SESOI, look or d.alpha, d.power, d.last_k
 
 
 def sesoi_source(data: SweepData) -> str:
