@@ -38,6 +38,7 @@ from harness.reports.evidence.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs
+from harness.sweeps.study_pins import PINS_KEY, pins_of, recorded_pins
 from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
 
 
@@ -96,10 +97,12 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     `sweep_file`: the spec's file (default: the named sweep's), whose design the study records as it starts."""
     sealed = design_of(sweep_file or sweep_path(spec.name))
     hold_study(sweep_dir)  # one driver at a time (a continued study's was taken before it got here)
+    pins = recorded_pins(saved_state(sweep_dir)) if done else {}  # its store, experiment, values (study_pins.py)
 
     def record(stopped: Optional[str] = None, final: bool = False) -> None:
         save_state(sweep_dir, {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done),
-                               "design": sealed, **({"stopped": stopped, "final": final} if stopped else {})})
+                               "design": sealed, **({PINS_KEY: pins} if pins else {}),
+                               **({"stopped": stopped, "final": final} if stopped else {})})
 
     record()
     spec = pilot.planned(spec, sweep_dir) if done else spec
@@ -143,6 +146,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], flags,
                                                 tag=f"r{j + 1}", into=sweep_dir)
         store = grid_runs.store_of(jobs)
+        pins.update(pins_of(jobs))  # recorded with the round (a continued study's were checked: the same)
         print(f"sweep {spec.name}: round {j + 1}: seeds {seeds.start}..{seeds.stop - 1}", flush=True)
         worst = max(worst, grid_runs.run_grids(sweep_dir, grids, flags))
         last_round, done, first = (clock() - began) / 60.0, n, False

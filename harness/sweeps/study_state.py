@@ -24,7 +24,8 @@ STUDY_LOCK = ".study.lock"  # the driver's; each round's sweep claims the folder
 STATE_FIELDS = {"sweep": "a sweep name", "user": "a list of overrides", "flags": "a list of flags",
                 "done": "a whole number of rounds ≥ 0"}
 OPTIONAL_FIELDS = {"design": "a mapping (the sweep file as the study started)", "stopped": "a text (why it stopped)",
-                   "final": "true or false (whether the study takes more rounds)"}
+                   "final": "true or false (whether the study takes more rounds)",
+                   "pins": "a mapping (its store, experiment and resolved values: harness/sweeps/study_pins.py)"}
 
 
 def saved_state(sweep_dir: Path) -> Optional[dict]:
@@ -46,7 +47,8 @@ def saved_state(sweep_dir: Path) -> Optional[dict]:
             # optional: a study recorded before they existed has none of them
             "design": isinstance(state.get("design", {}), dict),
             "stopped": isinstance(state.get("stopped", ""), str),
-            "final": isinstance(state.get("final", False), bool)}
+            "final": isinstance(state.get("final", False), bool),
+            "pins": isinstance(state.get("pins", {}), dict)}
     for key, ok in fits.items():
         if not ok:
             found = "missing" if key not in state else f"{state[key]!r}"
