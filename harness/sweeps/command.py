@@ -42,8 +42,9 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
                 with the overrides it ran with (overrides given here are added: a launcher, not a change
-                to what a run computes, which is refused, as are an edited sweep file and an ended
-                study), spending only the α of the looks still to come
+                to what a run computes, which is refused, as are an edited sweep file, an ended
+                study, another store or experiment, a deleted store and other resolved values),
+                spending only the α of the looks still to come
 """
 
 
