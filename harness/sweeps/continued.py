@@ -10,7 +10,8 @@ task's and Hydra's, sorted; `hydra.mode` and `hydra.verbose` (-v) left out), its
 started, and the experiment and store its runs are tracked in (a sweep is continued only into those: one
 sweep never spans two experiments; another one starts a new sweep, said in one line). The same overrides in
 another order are the same command: they are put back in the recorded order (`in_recorded_order`), so that
-each job is numbered as it was and goes on in the job folder that holds it. A `multirun` whose sweep folder is made new for each invocation (the default
+each job is numbered as it was and goes on in the job folder that holds it.
+A `multirun` whose sweep folder is made new for each invocation (the default
 `${output_root}/multirun/${now:...}/${now:...}`) first looks, among the folders that pattern makes, for the
 latest sweep of the same fingerprint that was stopped: not every one of its jobs ended (a job KILLED, one
 without a status, one never started), and no live process holds it. It then runs in that folder: its FINISHED

@@ -44,7 +44,8 @@ def _resolved(spec: DictConfig, key: str, override: str) -> str:
     if value is None:
         return override.partition("=")[2]
     if isinstance(value, DictConfig):  # a group (algo=...): its name, or its whole content
-        return str(value.get("name")) if value.get("name") is not None else digest(OmegaConf.to_container(value, resolve=True))
+        name = value.get("name")
+        return str(name) if name is not None else digest(OmegaConf.to_container(value, resolve=True))
     return str(value)
 
 

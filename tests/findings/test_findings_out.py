@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # the command line in subprocesses, real runs or pages (fast loop: README)
+
 
 def _findings(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", "findings", *args], cwd=root, capture_output=True,

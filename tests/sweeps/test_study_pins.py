@@ -12,6 +12,8 @@ import yaml
 
 from test_sealed_study import STUDY, Study, _refused
 
+pytestmark = pytest.mark.e2e  # the command line in subprocesses, real runs or pages (fast loop: README)
+
 PINNED = STUDY.replace("trainer.steps=2]", "trainer.steps=2, 'trainer.lr=${oc.env:A5LR,0.0003}']")
 
 
