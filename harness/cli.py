@@ -259,11 +259,12 @@ def _launch(start, multirun: bool, options: Options) -> int:
 
 
 def _stopped(err: BaseException, left: str) -> int:
-    """A run or sweep stopped by Ctrl-C or SIGTERM (the job closed its run as KILLED; no traceback): one line."""
+    """A run or sweep stopped by Ctrl-C, SIGTERM or SIGHUP (the job closed its run as KILLED; no traceback):
+    one line."""
     # stopped while the jobs were still being checked: no folder, no run, nothing to continue
     left = left if claimed_any() else "before any run started: nothing was recorded"
     print(f"harness: stopped: {str(err) or 'interrupted (Ctrl-C)'}; {left}", file=sys.stderr)
-    return EXIT_KILLED + (13 if isinstance(err, Killed) else 0)  # 130 Ctrl-C, 143 SIGTERM
+    return 128 + getattr(err, "signum", 15) if isinstance(err, Killed) else EXIT_KILLED  # 143 TERM, 129 HUP
 
 
 def _how_to_go_on(multirun: bool, options: Options) -> str:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import List, Optional
+
+START_TOKEN = "pid_started"  # job.json's key for the pid's start time (process_start)
 
 
 def run_id_of(folder: Path) -> Optional[str]:
@@ -19,7 +22,9 @@ def run_id_of(folder: Path) -> Optional[str]:
 
 
 def live_job(folder: Path) -> Optional[str]:
-    """"pid N on host" when the job's process, on this host, is alive and has not ended the run; else None."""
+    """"pid N on host" when the job's process, on this host, is alive and has not ended the run; else None.
+    Alive means the pid runs and started when the job recorded (its start token), not any process the pid
+    was given to since."""
     folder = Path(folder)
     try:
         job = json.loads((folder / "job.json").read_text())
@@ -28,11 +33,32 @@ def live_job(folder: Path) -> Optional[str]:
         return None
     if (folder / "status.txt").is_file() or host != socket.gethostname() or pid == os.getpid():
         return None
-    try:
+    token = job.get(START_TOKEN)
+    if token is not None:  # the pid's start time, recorded at start: a pid reused since is another process
+        return f"pid {pid} on {host}" if process_start(pid) == str(token) else None
+    try:  # a record written before the token was (an older harness): the command line is all there is
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None  # no such process (or no /proc: the folder's lock decides)
     return f"pid {pid} on {host}" if b"harness" in command else None
+
+
+def process_start(pid: int) -> Optional[str]:
+    """The process's start time since boot, in clock ticks (`/proc/<pid>/stat`, field 22): with the pid, it
+    names one process for the host's uptime, where a pid alone is reused. None: no such process (or no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the command name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def job_record(name: str) -> dict:
+    """What a job writes into its folder's `job.json` as it starts: who runs it (pid, host, the pid's start
+    token, which `live_job` checks), since when, and the run's name."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), START_TOKEN: process_start(os.getpid()),
+            "started": time.time(), "name": name}
 
 
 def job_folders(folder: Path) -> List[Path]:

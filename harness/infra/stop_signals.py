@@ -1,4 +1,5 @@
-"""How a job process stops: SIGTERM becomes Killed and Ctrl-C KeyboardInterrupt, once; later stop signals
+"""How a job process stops: SIGTERM (and SIGHUP: the terminal or ssh session that ran it closed) becomes Killed
+and Ctrl-C KeyboardInterrupt, once; later stop signals
 are ignored while the runs close, so a burst of them (Slurm, a dying driver, an impatient user) cannot leave a
 run RUNNING.
 
@@ -19,7 +20,7 @@ class Killed(BaseException):
     """SIGTERM turned into an exception so the run can be closed as KILLED."""
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _ignored(_signum, _frame) -> None:
@@ -37,7 +38,9 @@ def _raise_killed(signum, frame):
     # the first SIGTERM stops the job; later ones (or a Ctrl-C) must not cut its closing short. They come:
     # Slurm may send more, and the kernel signals a child of a dying driver again each time one of the
     # driver's threads exits
-    _stop(Killed(f"received signal {signal.Signals(signum).name}"), frame)
+    err = Killed(f"received signal {signal.Signals(signum).name}")
+    err.signum = int(signum)  # the exit status says which (128 + signum)
+    _stop(err, frame)
 
 
 def _raise_interrupted(_signum, frame):
@@ -70,10 +73,12 @@ def raise_if_stopped() -> None:
 
 
 def handle_stop_signals() -> dict:
-    """SIGTERM raises Killed and Ctrl-C KeyboardInterrupt, once: later ones are ignored while the runs close.
+    """SIGTERM and SIGHUP raise Killed and Ctrl-C KeyboardInterrupt, once: later ones are ignored while the runs close.
     Returns the previous handlers, for `restore_signals`."""
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     signal.signal(signal.SIGTERM, _raise_killed)
+    if previous[signal.SIGHUP] is not signal.SIG_IGN:  # not under nohup, which asked to outlive the terminal
+        signal.signal(signal.SIGHUP, _raise_killed)
     if previous[signal.SIGINT] is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, `&`)
         signal.signal(signal.SIGINT, _raise_interrupted)
     return previous

@@ -138,7 +138,8 @@ def check_sweep_jobs(folder: Path, jobs: Sequence) -> List[tuple]:
 
 
 def _computing(overrides: List[str]) -> List[str]:
-    return [str(o) for o in overrides if changes_computation(str(o))]
+    """A job's overrides that change what it computes, sorted: their order changes nothing in the job."""
+    return sorted(str(o) for o in overrides if changes_computation(str(o)))
 
 
 def _job_subdir(job, index: int) -> Optional[str]:

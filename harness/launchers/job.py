@@ -8,8 +8,6 @@ import json
 import logging
 import os
 import shutil
-import socket
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from omegaconf import DictConfig
 from harness.launchers.compose import validated
 from harness.infra.atomic_file import write_text_atomically
 from harness.infra.claim import FolderInUse, claim, holds, release
+from harness.infra.run_record import job_record
 from harness.launchers.folder_guard import mask_hydra_files, mask_yaml_files
 from harness.infra.stop_signals import Killed, handle_stop_signals, restore_signals
 from harness.launchers.results import FINAL, JobResult, final_accuracy, finished_metrics, run_name
@@ -79,8 +78,9 @@ def _close(tracker, result: JobResult, status: str, error: Optional[str] = None)
     except Exception as err:  # e.g. a full disk: say so in one line, the run's status stays what it is
         log.error("run %s: its end (%s) could not be fully recorded: %s", result.name, status,
                   f"{type(err).__name__}: {err}")
-    result.run_id = tracker.run_id
-    result.experiment_id = getattr(tracker, "experiment_id", None)
+    refused = getattr(tracker, "refused", None)  # the store refused the run: it has no run there to name
+    result.run_id = None if refused else tracker.run_id
+    result.experiment_id = None if refused else getattr(tracker, "experiment_id", None)
 
 
 def _log_final_accuracy(tracker, run_dir: Path, earlier: Optional[Tuple[Path, int]]) -> None:
@@ -176,8 +176,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
     except FolderInUse as err:
         log.error("run %s FAILED: %s", name, err)
         return JobResult(name=name, status="FAILED", run_dir=str(run_dir), error=str(err), tracking_uri=store)
-    write_text_atomically(run_dir / "job.json", json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                                            "started": time.time(), "name": name}))
+    write_text_atomically(run_dir / "job.json", json.dumps(job_record(name)))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
     resumed = ""

@@ -38,6 +38,7 @@ from harness.reports.evidence.sweep_spec import SweepSpec, sweep_path
 from harness.stats.sequential import level, looks
 from harness.stats.words import NOT_REPRODUCED, NOT_TESTABLE
 from harness.sweeps import grid_runs, report_looks
+from harness.sweeps.study_pins import PINS_KEY, pins_of, recorded_pins
 from harness.sweeps.study_state import STATE_FILE, design_of, hold_study, save_state, saved_state  # noqa: F401
 
 
@@ -123,11 +124,13 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
     before = (saved_state(sweep_dir) or {}) if done else {}
     taken, target = list(before.get("looks") or []), int(before.get("next") or 0)  # a stopped round's look
     hold_study(sweep_dir)  # one driver at a time (a continued study's was taken before it got here)
+    pins = recorded_pins(saved_state(sweep_dir)) if done else {}  # its store, experiment, values (study_pins.py)
 
     def record(stopped: Optional[str] = None, final: bool = False, pending: int = 0) -> None:
         save_state(sweep_dir, {"sweep": spec.name, "user": list(user), "flags": list(flags), "done": int(done),
                                "design": sealed, **({"looks": taken} if taken else {}),
                                **({"next": pending} if pending else {}),
+                               **({PINS_KEY: pins} if pins else {}),
                                **({"stopped": stopped, "final": final} if stopped else {})})
 
     record()
@@ -180,6 +183,7 @@ def run_adaptive(spec: SweepSpec, sweep_dir, user: List[str], flags: List[str],
         _, grids, jobs = grid_runs.prepare_jobs(spec, [*user, f"seed=range({seeds.start},{seeds.stop})"], flags,
                                                 tag=f"r{j + 1}", into=sweep_dir)
         store = grid_runs.store_of(jobs)
+        pins.update(pins_of(jobs))  # recorded with the round (a continued study's were checked: the same)
         record(pending=n)
         print(f"sweep {spec.name}: round {len(taken) + 1 if by_reports else j + 1}: seeds {seeds.start}.."
               f"{seeds.stop - 1}", flush=True)

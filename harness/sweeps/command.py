@@ -42,8 +42,9 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
   --continue=<folder>
                 a `seeds: auto` sweep stopped by its minutes budget: run its next rounds in that folder,
                 with the overrides it ran with (overrides given here are added: a launcher, not a change
-                to what a run computes, which is refused, as are an edited sweep file and an ended
-                study), spending only the α of the looks still to come
+                to what a run computes, which is refused, as are an edited sweep file, an ended
+                study, another store or experiment, a deleted store and other resolved values),
+                spending only the α of the looks still to come
 """
 
 
@@ -137,10 +138,12 @@ def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
                else f"sweep {spec.name!r} is not seeds: auto" if not spec.design.adaptive else
                "takes no seed=: the study's next rounds choose the seeds" if any(
                    o.split("=", 1)[0].lstrip("+~") == "seed" for o in user) else None)
+    given = {o.split("=", 1)[0].lstrip("+~") for o in user if "=" in o}
+    kept = [o for o in state["user"] if o.split("=", 1)[0].lstrip("+~") not in given] if state else []  # yours win
     if not problem:
-        try:  # sealed: an ended study, a changed design, a second driver are refused before anything runs
-            problem = continue_refusal(state, sweep_file, user)
-            if not problem:
+        try:  # sealed: an ended study, a changed design, another store or experiment, other resolved values
+            problem = continue_refusal(state, sweep_file, user) or _pins_refusal(spec, folder, state, [*kept, *user])
+            if not problem:  # and a second driver are refused before anything runs
                 hold_study(Path(folder))
         except ValueError as err:
             problem = str(err)
@@ -149,7 +152,21 @@ def _continue(spec, sweep_file, folder: str, user: List[str]) -> int:
         return 2
     if user:  # e.g. another launcher or cache folder; what a run computes must stay the study's
         print(f"sweep {spec.name}: overrides added to the ones the study ran with: {' '.join(user)}")
-    given = {o.split("=", 1)[0].lstrip("+~") for o in user if "=" in o}
-    kept = [o for o in state["user"] if o.split("=", 1)[0].lstrip("+~") not in given]  # yours replace the study's
     return run_adaptive(spec, Path(folder).resolve(), [*kept, *user], list(state["flags"]),
                         done=int(state["done"]), sweep_file=sweep_file)
+
+
+def _pins_refusal(spec, folder: str, state: dict, user: List[str]):
+    """Why the study's next round would run elsewhere or with other values (harness/sweeps/study_pins.py),
+    from its jobs composed as they would run (one seed per arm); ValueError for a job that cannot run."""
+    from pathlib import Path
+
+    from harness.config.validate import ConfigError
+    from harness.sweeps.grid_runs import prepare_jobs, store_of
+    from harness.sweeps.study_pins import pins_of, pins_refusal, recorded_pins
+
+    try:
+        _, _, jobs = prepare_jobs(spec, [*user, "seed=0"], list(state["flags"]), into=Path(folder).resolve())
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+    return pins_refusal(recorded_pins(state), pins_of(jobs), store_of(jobs))

@@ -6,8 +6,12 @@ and when the jobs have ended, give the parent its status from what they returned
 release the folder.
 
 A sweep records its command in `<sweep folder>/command.json`: a fingerprint of its normalized overrides (the
-task's and Hydra's, sorted; `hydra.mode` and `hydra.verbose` (-v) left out), its job count and when it
-started. A `multirun` whose sweep folder is made new for each invocation (the default
+task's and Hydra's, sorted; `hydra.mode` and `hydra.verbose` (-v) left out), its job count, when it
+started, and the experiment and store its runs are tracked in (a sweep is continued only into those: one
+sweep never spans two experiments; another one starts a new sweep, said in one line). The same overrides in
+another order are the same command: they are put back in the recorded order (`in_recorded_order`), so that
+each job is numbered as it was and goes on in the job folder that holds it.
+A `multirun` whose sweep folder is made new for each invocation (the default
 `${output_root}/multirun/${now:...}/${now:...}`) first looks, among the folders that pattern makes, for the
 latest sweep of the same fingerprint that was stopped: not every one of its jobs ended (a job KILLED, one
 without a status, one never started), and no live process holds it. It then runs in that folder: its FINISHED
@@ -38,7 +42,10 @@ from harness.launchers.job_returns import job_results
 from harness.launchers.sweep_parent import SweepParent, job_statuses, tracking_uri_of
 from harness.launchers.sweep_progress import busy
 from harness.reports import build_sweep_reports
+from harness.sweeps.design_identity import override_key
 from harness.tracking.params import changes_computation
+from harness.tracking.store import experiment_name, mlflow_store
+from harness.tracking.stored_uri import on_disk
 
 COMMAND_FILE = "command.json"
 STOPPED = ("KILLED", "UNKNOWN", "RUNNING")  # a job that did not end: its process was stopped or died
@@ -64,7 +71,26 @@ def record_command(sweep_dir: Path, config: DictConfig, jobs: int) -> None:
         return
     overrides = [str(o) for o in config.hydra.overrides.task]
     write_text_atomically(path, json.dumps({"fingerprint": fingerprint(config), "jobs": jobs,
-                                            "overrides": mask_tree(overrides), "started": time.time()}, indent=1))
+                                            "overrides": mask_tree(overrides), "started": time.time(),
+                                            **records_to(config)}, indent=1))
+
+
+def records_to(config: DictConfig) -> dict:
+    """Where the sweep's runs are tracked: {"store": the store as written to disk, "experiment": its name};
+    a sweep is continued only into the same (one sweep never spans two experiments or stores)."""
+    try:
+        store = mlflow_store(config)
+        return {"store": on_disk(store) if store else None, "experiment": experiment_name(config) if store else None}
+    except Exception:  # a config without the harness's tracking keys: nothing to pin
+        return {}
+
+
+def _elsewhere(record: dict, config: DictConfig) -> Optional[str]:
+    """How the stopped sweep `record` is tracked elsewhere than this command's runs would be, or None."""
+    mine = records_to(config)
+    differ = [key for key in ("experiment", "store") if key in record and key in mine and record[key] != mine[key]]
+    return None if not differ else " and ".join(f"{key} {record[key]!r} (this command: {mine[key]!r})"
+                                                 for key in differ)
 
 
 def _search_root(config: DictConfig) -> Optional[tuple]:
@@ -81,8 +107,9 @@ def _search_root(config: DictConfig) -> Optional[tuple]:
     return resolved.parents[stamped - 1], "/".join(["*"] * stamped)
 
 
-def stopped_sweep(config: DictConfig, new_sweep: bool = False) -> Optional[Path]:
-    """The latest stopped sweep of this command, or None (always, with `--new-sweep`: new_sweep, or detached)."""
+def stopped_sweep(config: DictConfig, new_sweep: bool = False, anywhere: bool = False) -> Optional[Path]:
+    """The latest stopped sweep of this command, or None (always, with `--new-sweep`: new_sweep, or detached).
+    Only one tracked in this command's experiment and store, unless `anywhere`."""
     continues = not (new_sweep or OmegaConf.select(config, "launcher.detach", default=False))
     where = _search_root(config) if continues else None
     if where is None or not _is_folder(where[0]):
@@ -94,7 +121,8 @@ def stopped_sweep(config: DictConfig, new_sweep: bool = False) -> Optional[Path]
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and record.get("fingerprint") == mine and _stopped(path.parent, record):
+        if isinstance(record, dict) and record.get("fingerprint") == mine and _stopped(path.parent, record) and (
+                anywhere or not _elsewhere(record, config)):
             found.append((float(record.get("started") or 0), str(path.parent)))
     return Path(max(found)[1]) if found else None
 
@@ -104,6 +132,22 @@ def _is_folder(path: Path) -> bool:
         return path.is_dir()
     except OSError:  # a name too long for the file system, say: no sweep was ever made there (claiming it says why)
         return False
+
+
+def in_recorded_order(config: DictConfig, arguments: Sequence[str], new_sweep: bool = False) -> List[str]:
+    """The command's overrides (`arguments`) in the order the latest stopped sweep of the same command gave
+    them: the same overrides in any order are the same command, and a grid's jobs are numbered in the order of
+    its overrides, so the jobs then land in the job folders that hold them. `arguments` as they are when no
+    sweep is continued."""
+    folder = stopped_sweep(config, new_sweep)
+    try:
+        recorded = json.loads((folder / COMMAND_FILE).read_text()).get("overrides") if folder else None
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not isinstance(recorded, list):
+        return list(arguments)
+    place = {key: index for index, key in reversed(list(enumerate(override_key(str(o)) for o in recorded)))}
+    return sorted(arguments, key=lambda o: place.get(override_key(str(o)), len(place)))  # stable: others last
 
 
 def _stopped(folder: Path, record: dict) -> bool:
@@ -118,6 +162,7 @@ def continue_stopped_sweep(config: DictConfig, jobs: Sequence, new_sweep: bool =
     of the same command, and say so in one line; the folder, or None (a new sweep; always with new_sweep)."""
     folder = stopped_sweep(config, new_sweep)
     if folder is None:
+        _say_new_sweep(config, new_sweep)
         return None
     try:
         check_sweep_jobs(folder, jobs)
@@ -130,6 +175,20 @@ def continue_stopped_sweep(config: DictConfig, jobs: Sequence, new_sweep: bool =
           f"resume from their checkpoints or start; --new-sweep starts a new sweep instead)", flush=True)
     _point_at(config, [job.config for job in jobs], folder)
     return folder
+
+
+def _say_new_sweep(config: DictConfig, new_sweep: bool) -> None:
+    """A stopped sweep of this command tracked in another experiment or store is not continued into this one:
+    a new sweep starts, and says why in one line."""
+    folder = stopped_sweep(config, new_sweep, anywhere=True)
+    try:
+        why = _elsewhere(json.loads((folder / COMMAND_FILE).read_text()), config) if folder else None
+    except (OSError, ValueError, AttributeError):
+        why = None
+    if why:
+        print(f"sweep: not continuing the stopped sweep {folder}: its runs are tracked in {why}; one sweep never "
+              "spans two, so a new sweep starts (to continue that one, run the command with its experiment and "
+              "store)", flush=True)
 
 
 def _point_at(config: DictConfig, job_configs: List[DictConfig], folder: Path) -> None:

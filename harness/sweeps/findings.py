@@ -82,6 +82,8 @@ def main(argv: List[str]) -> int:
         except (OSError, ValueError) as err:
             print(f"harness: error: findings --carry: {err}", file=sys.stderr)
             return 2
+    if not _out_allowed(args.out or ("reports" if args.render else None)):
+        return 2
     if args.render:
         return _render(args.render, Path(args.out or "reports"), argv, args.carry)
     from harness.sweeps import adaptive, grid_runs  # (the runners load only past --help)
@@ -113,6 +115,8 @@ def main(argv: List[str]) -> int:
         print(f"harness: error: findings: {err}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else _default_out(prepared[0][1], args.quick)
+    if not _out_allowed(out):  # before anything runs
+        return 2
     started, commit = time.time(), code_commit()
     rules = {"": rules_commit(), **{spec.name: rules_commit(f"sweeps/{spec.name}.yaml") for spec, *_ in prepared}}
     results: List[ClaimResult] = []
@@ -131,6 +135,19 @@ def main(argv: List[str]) -> int:
                           **_carried(args.carry, results, out))
     print(f"findings: {path}")
     return worst
+
+
+def _out_allowed(out) -> bool:
+    """--out is refused as `report --out` refuses a folder: never over a user's own FINDINGS.md (one line)."""
+    from harness.reports.rendering.out_folder import FolderTaken, check_findings_out  # (past --help only)
+
+    try:
+        if out is not None:
+            check_findings_out(Path(out))
+    except FolderTaken as err:
+        print(f"harness: error: findings: {err}", file=sys.stderr)
+        return False
+    return True
 
 
 def _carried(page, results: List[ClaimResult], out: Path) -> dict:

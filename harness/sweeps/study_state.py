@@ -26,7 +26,8 @@ STATE_FIELDS = {"sweep": "a sweep name", "user": "a list of overrides", "flags":
 OPTIONAL_FIELDS = {"design": "a mapping (the sweep file as the study started)", "stopped": "a text (why it stopped)",
                    "final": "true or false (whether the study takes more rounds)",
                 "looks": "a list of the looks taken ({round, seeds, alpha} each: the α each spent)",
-                "next": "a whole number (the seeds per arm of the round under way)"}
+                "next": "a whole number (the seeds per arm of the round under way)",
+                   "pins": "a mapping (its store, experiment and resolved values: harness/sweeps/study_pins.py)"}
 
 
 def saved_state(sweep_dir: Path) -> Optional[dict]:
@@ -51,7 +52,8 @@ def saved_state(sweep_dir: Path) -> Optional[dict]:
             "final": isinstance(state.get("final", False), bool),
             "looks": isinstance(state.get("looks", []), list) and all(
                 isinstance(look, dict) and isinstance(look.get("alpha"), float) for look in state.get("looks", [])),
-            "next": isinstance(state.get("next", 0), int) and not isinstance(state.get("next", 0), bool)}
+            "next": isinstance(state.get("next", 0), int) and not isinstance(state.get("next", 0), bool),
+            "pins": isinstance(state.get("pins", {}), dict)}
     for key, ok in fits.items():
         if not ok:
             found = "missing" if key not in state else f"{state[key]!r}"

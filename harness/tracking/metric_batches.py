@@ -122,6 +122,8 @@ class MetricBatches:
             with deferred_signals():
                 self._log_steps(chunk)
         except Exception as err:  # a store fault never stops a run: a refused record is skipped, else spooled
+            if self._refused_by(err):  # the whole run refused (harness/tracking/refusal.py): nothing to spool
+                return
             if is_rejected(err):
                 for item in chunk if len(chunk) > 1 else ():
                     self._send(lambda item=item: _metric_ops([item])[0], lambda item=item: self._log_steps([item]))

@@ -1,4 +1,4 @@
-"""Tracking calls that Ctrl-C / SIGTERM cannot cut in half.
+"""Tracking calls that Ctrl-C / SIGTERM / SIGHUP cannot cut in half.
 
 A job turns SIGTERM into an exception (harness/launchers/job.py). Raised inside a SQLite write, it would leave the
 transaction open and the database locked for this process's next calls, so the run could not even be
@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-DEFERRED = (signal.SIGINT, signal.SIGTERM)
+DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 from harness.tracking.heartbeat import HEARTBEAT_TAG, default_stale_after
-from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here
+from harness.tracking.liveness import CLOCK_SKEW_TOLERANCE_S, alive_here, dead_here
 from harness.tracking.outage import apply_client_defaults, describe, store_errors
 from harness.tracking.params import scrub
 from harness.tracking.store import EXPERIMENT_ENV, URI_ENV, default_uri
@@ -56,8 +56,10 @@ def heartbeat_age(run, now: float) -> float:
 
 def is_stale(run, now: float, stale_after: float) -> bool:
     """RUNNING with a heartbeat older than `stale_after`, and not alive on this host (its folder's claim held,
-    or its process alive)."""
-    return run.info.status == "RUNNING" and heartbeat_age(run, now) > stale_after and alive_here(run) is None
+    or its process alive); or RUNNING and proved dead on this host, whatever its heartbeat says."""
+    if run.info.status != "RUNNING":
+        return False
+    return dead_here(run) or (heartbeat_age(run, now) > stale_after and alive_here(run) is None)
 
 
 def _row(run, now: float, stale_after: float) -> RunRow:
@@ -248,11 +250,12 @@ def repair_main(argv: List[str]) -> int:
     for run in stale:
         age = heartbeat_age(run, now)
         name = run.info.run_name or run.info.run_id
+        why = ("its process is gone on this host" if dead_here(run) else
+               f"no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
         if not args.dry_run:
             last_seen_ms = int((now - age) * 1000)
             try:
-                client.set_tag(run.info.run_id, "harness.repaired",
-                               f"KILLED by repair: no heartbeat for {age:.0f} s (threshold {stale_after:.0f} s)")
+                client.set_tag(run.info.run_id, "harness.repaired", f"KILLED by repair: {why}")
                 client.set_terminated(run.info.run_id, status="KILLED",
                                       end_time=max(last_seen_ms, run.info.start_time))
             except store_errors() as err:  # the command's boundary: a read-only or full store, as one line
@@ -260,7 +263,8 @@ def repair_main(argv: List[str]) -> int:
                       f"{describe(err)}", file=sys.stderr)
                 return 2
         print(f"{'would mark' if args.dry_run else 'marked'} KILLED: {name} (run {run.info.run_id}), "
-              f"no heartbeat for {format_age(age)}")
+              + (why if why.startswith("its process") else f"no heartbeat for {format_age(age)}"))
     if not stale:
-        print(f"nothing to repair: no RUNNING run without a heartbeat for {stale_after:.0f} s")
+        print(f"nothing to repair: no RUNNING run without a heartbeat for {stale_after:.0f} s, nor one whose "
+              "process is gone on this host")
     return 0

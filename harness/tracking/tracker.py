@@ -26,6 +26,7 @@ from harness.tracking.metric_batches import MetricBatches
 from harness.tracking.mlflow_limits import MAX_PARAM_LENGTH, MAX_PARAMS_PER_BATCH
 from harness.tracking.outage import apply_client_defaults, describe, is_rejected, warn_once
 from harness.tracking.params import scrub
+from harness.tracking.refusal import NoSpool, refused_line, run_refused
 from harness.tracking.signals import deferred_signals
 from harness.tracking.spool import SPOOL_DIR, RunRecord, Spool
 from harness.tracking.stored_uri import on_disk
@@ -56,6 +57,7 @@ class MlflowTracker(MetricBatches, Tracker):
         self.create_tags = {**spec.tags, UID_TAG: self.uid, HEARTBEAT_TAG: str(now_s())}
         self.spool = Spool(self.run_dir / SPOOL_DIR)
         self.offline = False
+        self.refused: Optional[str] = None  # why the store refuses this run (refusal.py), once it did
         self.client = None
         self.experiment_id: Optional[str] = None
         self._lock = threading.RLock()
@@ -69,7 +71,10 @@ class MlflowTracker(MetricBatches, Tracker):
             with deferred_signals():
                 self._open_run(MlflowClient, experiment_id, resume_run_id)
         except Exception as err:  # a store fault never stops a run (unreachable, malformed URI): it spools
-            self._go_offline(err)
+            if is_rejected(err):  # the store answered and refused the run: no sync could ever add it
+                self._refuse(describe(err))
+            else:
+                self._go_offline(err)
         if not resume_run_id:
             self._send(lambda: {"op": "params", "values": spec.params}, self._log_params)
         dir_tag = {"harness.run_dir": str(self.run_dir.resolve())}
@@ -86,6 +91,8 @@ class MlflowTracker(MetricBatches, Tracker):
 
     def where(self) -> str:
         s = self.spec
+        if self.refused:
+            return f"not tracked in MLflow (its store refused the run); metrics in {self.run_dir / 'metrics.jsonl'}"
         if self.offline:
             return (f"tracking store {scrub(s.tracking_uri)} unreachable: recording to {self.spool.folder} "
                     f"(experiment {s.experiment_name})")
@@ -126,6 +133,8 @@ class MlflowTracker(MetricBatches, Tracker):
             with deferred_signals():
                 call()
         except Exception as err:  # a store fault never stops a run: a refused record is skipped, else spooled
+            if self._refused_by(err):
+                return
             if is_rejected(err):
                 warn_once(f"rejected:{describe(err)}", f"tracking: the store refused a record, skipped: "
                                                        f"{describe(err)}")
@@ -134,6 +143,21 @@ class MlflowTracker(MetricBatches, Tracker):
                 self._go_offline(err)
                 if op is not None:
                     self.spool.append(op())
+
+    def _refused_by(self, err: BaseException) -> bool:
+        """Whether `err` is the store refusing the whole run (harness/tracking/refusal.py); if so the run stops
+        calling it, and says so once."""
+        why = run_refused(self.client, self.run_id, err)
+        if why:
+            self._refuse(why)
+        return bool(why)
+
+    def _refuse(self, why: str) -> None:
+        with self._lock:
+            first = self.refused is None
+            self.refused, self.offline, self.spool = why, True, NoSpool(self.spool.folder)
+        if first:
+            log.error("%s", refused_line(scrub(self.spec.tracking_uri), self.run_dir, why))
 
     def _go_offline(self, err: BaseException) -> None:
         with self._lock:
@@ -176,6 +200,8 @@ class MlflowTracker(MetricBatches, Tracker):
 
     # -- heartbeat and catching up -------------------------------------------------------------------------
     def _beat(self) -> None:
+        if self.refused:
+            return
         if self.offline:
             self._catch_up()
         else:
@@ -197,6 +223,8 @@ class MlflowTracker(MetricBatches, Tracker):
         except SpoolBusy:
             return False
         except Exception as err:  # a store fault never stops a run: the next beat tries again
+            if self._refused_by(err):
+                return False
             log.debug("tracking store still unreachable: %s", describe(err))
             return False
         log.info("tracking store %s is back: spooled records of %s uploaded", scrub(self.spec.tracking_uri),
@@ -215,6 +243,6 @@ class MlflowTracker(MetricBatches, Tracker):
         end = now_ms()
         self._send(lambda: {"op": "terminate", "status": status, "end_time": end},
                    lambda: self.client.set_terminated(self.run_id, status=status, end_time=end))
-        if self.offline and not self._catch_up():
+        if self.offline and not self.refused and not self._catch_up():
             log.info("tracking: %d records of this run wait in %s; upload them with: python -m harness sync %s",
                      self.spool.pending(), self.spool.folder, self.run_dir)

@@ -48,9 +48,10 @@ class GridSweeper(Sweeper):
         # the sweep's own modules (MLflow, reports) load only when a sweep runs: Hydra scans this package always
         from harness.launchers.plan import print_plan
         from harness.launchers.preflight import check_jobs, print_dry_run
-        from harness.sweeps.continued import continue_stopped_sweep, run_sweep, stopped_sweep
+        from harness.sweeps.continued import continue_stopped_sweep, in_recorded_order, run_sweep, stopped_sweep
 
         config = self.grid.config
+        arguments = in_recorded_order(config, arguments, options.new_sweep)  # a stopped sweep's, in any order
         params = OmegaConf.select(config, "hydra.sweeper.params") or {}
         try:
             overrides = expand_sweep([*(f"{key}={value}" for key, value in params.items()), *arguments])

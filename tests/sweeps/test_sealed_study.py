@@ -51,16 +51,17 @@ class Study:
     def argv(self, *args: str) -> list:
         return [sys.executable, "-m", "harness", *args, f"cache_dir={self.root / 'cache'}"]
 
-    def env(self, sweeps=None) -> dict:
+    def env(self, sweeps=None, env=None) -> dict:
         return {**os.environ, "HARNESS_OUTPUT_ROOT": str(self.root), "HARNESS_SWEEPS": str(sweeps or self.sweeps),
-                "PYTHONUNBUFFERED": "1"}
+                "PYTHONUNBUFFERED": "1", **(env or {})}
 
-    def harness(self, *args: str, sweeps=None) -> subprocess.CompletedProcess:
-        return subprocess.run(self.argv(*args), cwd=self.root, env=self.env(sweeps), capture_output=True, text=True,
+    def harness(self, *args: str, sweeps=None, env=None) -> subprocess.CompletedProcess:
+        where = (env or {}).get("HARNESS_OUTPUT_ROOT", self.root)  # another output root: run from there
+        return subprocess.run(self.argv(*args), cwd=where, env=self.env(sweeps, env), capture_output=True, text=True,
                               timeout=600)
 
-    def cont(self, *args: str, sweeps=None) -> subprocess.CompletedProcess:
-        return self.harness("sweep", "slow", f"--continue={self.folder}", *args, sweeps=sweeps)
+    def cont(self, *args: str, sweeps=None, env=None) -> subprocess.CompletedProcess:
+        return self.harness("sweep", "slow", f"--continue={self.folder}", *args, sweeps=sweeps, env=env)
 
     def state(self) -> dict:
         return yaml.safe_load((self.folder / "adaptive.yaml").read_text())

@@ -26,6 +26,30 @@ def check_report_out(out: Path) -> None:
                           " reports go only into a new folder or one that holds reports: choose another")
 
 
+FINDINGS_NAME = "FINDINGS.md"
+FINDINGS_HEADING = "# Findings at toy scale"  # the first line of every page `findings` writes (findings_doc.py)
+
+
+def check_findings_out(out: Path) -> None:
+    """`findings --out`, as `report --out`: never over a FINDINGS.md that `findings` did not write (a user's
+    own page of that name), nor into a file. FolderTaken, one line."""
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise FolderTaken(f"--out {out} is a file; give a folder for {FINDINGS_NAME}")
+    page = out / FINDINGS_NAME
+    if page.exists() and _first_line(page) != FINDINGS_HEADING:
+        raise FolderTaken(f"--out {out} holds a {FINDINGS_NAME} that harness findings did not write; it is never "
+                          "overwritten: give --out a new folder or one holding an earlier findings page")
+
+
+def _first_line(path: Path) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline().rstrip("\n")
+    except OSError:  # a folder of that name, or unreadable: not a page findings wrote
+        return None
+
+
 # Who wrote a reports folder: its index's heading (build._write_index) and each page's line under its title (Page)
 INDEX_HEADING = re.compile(r"# Reports of sweep (.*)")
 PAGE_LINE = re.compile(r"_sweep (.*?) · \d+ runs · ")

@@ -93,9 +93,13 @@ def _loop(trainer: EnsembleTrainer, writers: List[CheckpointWriter], progress: b
     t = trainer.t
     for member, stats in trainer.warm_start_stats.items():
         _record(trainer, member, "warm start: " + ", ".join(f"{k.split('/')[-1]}={float(v):.4g}" for k, v in stats.items()))
-    if trainer.step == 0:
+    # a run resumed from its step-0 checkpoint logged its step-0 evaluation before that checkpoint: not twice
+    fresh = {m.index for m in trainer.members if not m.t.get("resume")}
+    if trainer.step == 0 and fresh:
         for k, evaluation in trainer.evaluate().items():
             member = trainer.members[k]
+            if k not in fresh:
+                continue
             with member.alone():
                 member.tracker.log_metrics(evaluation, step=0)
             _record(trainer, member, f"step 0/{t.steps}: eval/accuracy={evaluation['eval/accuracy']:.4f}")
