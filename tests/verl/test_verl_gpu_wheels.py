@@ -1,5 +1,6 @@
-"""Every package launchers/verl/requirements-gpu*.txt (CUDA 13, CUDA 12, megatron) pins has a binary wheel for the GPU nodes (CPython 3.11,
-manylinux x86_64), so make_gpu_venv.sh installs without compiling anything: pip resolves each pin, without its
+"""Every package launchers/verl/requirements-gpu*.txt pins (the CUDA 13, CUDA 12 and megatron sets; but the one a
+line marks as a source build) has a binary wheel for the GPU nodes (CPython 3.11, manylinux x86_64), so
+make_gpu_venv.sh installs without compiling anything: pip resolves each pin, without its
 dependencies, against the package index for that platform, from wheels only (metadata only, no download of
 the wheels themselves). A full resolve of the set is not asked: the index reachable here (and in CI) lacks
 some of vLLM's newest dependencies. Skipped, with the reason, when the index cannot be reached."""
