@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from typing import List
 
+from harness.config.errors import ConfigError  # imports nothing
 from harness.reports.evidence.sweep_spec import available_sweeps, load_sweep, sweep_path
 from harness.stats.grid_seeds import runs_per_seed
 from harness.stats.look_plan import looks
@@ -49,8 +50,6 @@ into <output_root>/multirun/<name>/<date>_<time>/reports/ when it ends. Without 
 
 
 def main(argv: List[str]) -> int:
-    from harness.config.validate import ConfigError
-
     if argv[:1] in (["-h"], ["--help"]):
         print(USAGE)
     if not argv or argv[0].startswith("-"):
@@ -161,7 +160,6 @@ def _pins_refusal(spec, folder: str, state: dict, user: List[str]):
     from its jobs composed as they would run (one seed per arm); ValueError for a job that cannot run."""
     from pathlib import Path
 
-    from harness.config.validate import ConfigError
     from harness.sweeps.grid_runs import prepare_jobs, store_of
     from harness.sweeps.study_pins import pins_of, pins_refusal, recorded_pins
 
