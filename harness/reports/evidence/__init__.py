@@ -6,5 +6,7 @@ The named-sweep file format (`sweep_file` reads and checks it, `sweep_spec` is t
 design parser (`design`, `design_gates`): the declared tests, preconditions, pilot and budget. On the runs:
 arms and their selectors (`arms`), per-run outcomes (`outcomes`), preconditions (`preconditions`), the pilot's
 sizing (`pilot`), the declared tests' decisions (`decisions`, `rate_decisions`, α over serial redesigns in
-`serial_designs`), whether a threshold matters (`threshold_effect`, `threshold_action`) and what two sweeps
+`serial_designs`), whether a threshold matters (`threshold_effect` with its sentences and seed counts in
+`threshold_plan`, `threshold_action`, the page's evidence `threshold_study`), whether DPPO is less sensitive to
+its threshold than GRPO (`threshold_contrast`, DPPO paper App. F.4) and what two sweeps
 share (`compare_cells`). `report_names` lists the report kinds a sweep file may name."""
