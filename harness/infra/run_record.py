@@ -54,11 +54,11 @@ def process_start(pid: int) -> Optional[str]:
     return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
 
 
-def job_record(name: str) -> dict:
-    """What a job writes into its folder's `job.json` as it starts: who runs it (pid, host, the pid's start
-    token, which `live_job` checks), since when, and the run's name."""
+def job_record() -> dict:
+    """Who runs a job, as it writes into its folder's `job.json` when it starts (beside the run's name): the
+    pid, the host, the pid's start token (which `live_job` checks) and since when."""
     return {"pid": os.getpid(), "host": socket.gethostname(), START_TOKEN: process_start(os.getpid()),
-            "started": time.time(), "name": name}
+            "started": time.time()}
 
 
 def job_folders(folder: Path) -> List[Path]:

@@ -176,7 +176,7 @@ def start_run(cfg: DictConfig, spec: Optional[DictConfig] = None) -> "StartedRun
     except FolderInUse as err:
         log.error("run %s FAILED: %s", name, err)
         return JobResult(name=name, status="FAILED", run_dir=str(run_dir), error=str(err), tracking_uri=store)
-    write_text_atomically(run_dir / "job.json", json.dumps(job_record(name)))
+    write_text_atomically(run_dir / "job.json", json.dumps({**job_record(), "name": name}))
     run_log.info("run %s: %s, %s, %s, seed %s -> %s", name, spec.algo.name, spec.dataset.name,
                  spec.precision.name, spec.seed, run_dir)
     resumed = ""
