@@ -17,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from harness.reports.evidence import threshold_action, threshold_effect
-from harness.reports.evidence.outcomes import per_seed, resolution
+from harness.reports.evidence import threshold_effect, threshold_study
+from harness.reports.evidence.outcomes import resolution
 from harness.reports.rendering.kinds import sensitivity
 from harness.reports.results.data import SweepData
-from harness.reports.results.thresholds import threshold
 from harness.stats.sequential import spent
 
 MEASURE = "final_accuracy"
@@ -36,6 +35,12 @@ class Judged:
     collapsed: Dict
     resolution: float
     verdict: threshold_effect.ThresholdVerdict
+    gains: Optional[Dict] = None  # per value and seed: the gain over the run's first evaluation (failures)
+
+    def at(self, alpha: float, sesoi: float, power: float) -> threshold_effect.ThresholdVerdict:
+        """The same verdict decided at another level α."""
+        return threshold_effect.decide(self.outcomes, sesoi, alpha, power, collapsed=self.collapsed,
+                                       resolution=self.resolution, gains=self.gains)
 
 
 def look_alpha(n: int, before: int, max_seeds: int, alpha: float) -> float:
@@ -50,18 +55,15 @@ def design(data: SweepData):
 
 
 def judge(data: SweepData, alpha: float) -> List[Judged]:
-    """Every sensitivity verdict of the sweep's runs at level α, as the page computes them."""
+    """Every sensitivity verdict of the sweep's runs at level α: the page's evidence (evidence/threshold_study.py),
+    so the study stops on the verdict the page then shows."""
     sesoi, power, last_k = design(data)
+    groups = sensitivity.compared(data)
     out = []
-    for (_, name), members in sensitivity.compared(data).items():
-        by_value: Dict = {}
-        for run in members:
-            by_value.setdefault(threshold(run)[2], []).append(run)
-        outcomes = {v: per_seed(data, runs, MEASURE, last_k) for v, runs in by_value.items()}
-        collapsed = threshold_action.collapses(data, by_value)
+    for objective, members in zip(threshold_study.gather(data, groups, sesoi, alpha, power, last_k), groups.values()):
         fine = resolution(members, MEASURE, (1.0, -1.0), last_k)
-        verdict = threshold_effect.decide(outcomes, sesoi, alpha, power, collapsed=collapsed, resolution=fine)
-        out.append(Judged(name, threshold(members[0])[1], outcomes, collapsed, fine, verdict))
+        out.append(Judged(objective.name, objective.symbol, objective.outcomes, objective.collapsed, fine,
+                          objective.result, objective.gains))
     return out
 
 
@@ -85,8 +87,7 @@ def next_look(judged: Sequence[Judged], plan: Sequence[int], done: int, max_seed
     later = [m for m in plan if done < m <= done + most] or [m for m in plan if m > done][:1]
     for m in later:
         level = look_alpha(m, done, max_seeds, alpha)
-        wants = [needed(threshold_effect.decide(j.outcomes, sesoi, level, power, collapsed=j.collapsed,
-                                                resolution=j.resolution)) for j in judged if not j.verdict.decided]
+        wants = [needed(j.at(level, sesoi, power)) for j in judged if not j.verdict.decided]
         if all(w is not None and w <= m for w in wants):
             return m
     return later[-1] if later else done
@@ -114,8 +115,11 @@ def missing(judged: Sequence[Judged], sesoi: float, power: float, alpha: float, 
     for j in judged:
         if j.verdict.decided:
             continue
-        v = threshold_effect.decide(j.outcomes, sesoi, alpha, power, collapsed=j.collapsed, resolution=j.resolution)
-        if j.verdict.word == threshold_effect.DIFFERS:
+        v = j.at(alpha, sesoi, power)
+        if j.verdict.word == threshold_effect.TYPICAL:
+            part, need = "the failure rate is not yet shown below its margin", \
+                f"{v.seeds_for_insensitive or '?'} seeds per value"
+        elif j.verdict.word == threshold_effect.DIFFERS:
             part, need = "the size of the difference (whether it exceeds the SESOI) is not decided", \
                 f"{v.seeds_for_sensitive or '?'} seeds per value"
         else:
