@@ -61,7 +61,8 @@ def build(data: SweepData, page: Page) -> None:
     page.heading("Does each threshold bind? (the precondition)")
     page.table(["variant", "metric", "tokens masked per value (mean over training, mean over runs)",
                 f"tightest: one-sided {1 - alpha:.0%} lower bound (needs ≥ {binds.BINDS:.0%})",
-                f"tightest − loosest, paired over seeds [{1 - alpha:.0%}]", "binds"], [_binding_row(v) for v in ev.variants])
+                f"tightest − loosest, paired over seeds [{1 - alpha:.0%}]", "binds"],
+               [_binding_row(v) for v in ev.variants])
     page.heading("Spread across threshold values")
     rows = []
     for v in ev.variants:
