@@ -29,9 +29,10 @@ DIFFERENCE = (-1.0, 1.0)
 MASKED = "objective/masked_frac"
 ONE_SIDED = {"algo.eps_high": "objective/masked_frac_pos", "algo.eps_low": "objective/masked_frac_neg"}
 RULE = (f"Precondition (the threshold binds; checked before the contrast is read, on the cause, never on the "
-        f"accuracies): per variant, the per-run share of tokens its threshold masked (mean over training steps; "
+        f"accuracies; added after dppo_f4's first run, not declared in its sweep file): per variant, the per-run "
+        f"share of tokens its threshold masked (mean over training steps; "
         f"objective/masked_frac for δ, which acts on every token; for GRPO's ε_high, which masks only tokens with "
-        f"A > 0, objective/masked_frac_pos, the share of those) (1) at its tightest value has a one-sided "
+        f"A > 0, objective/masked_frac_pos, the share of those) (1) at its tightest (smallest) value has a one-sided "
         f"(1 − α) Student-t lower bound over runs "
         f"≥ {BINDS:.0%} (BINDS, harness/reports/evidence/threshold_action.py: the share below which the sensitivity "
         "page already says a threshold barely acts), and (2) differs between its tightest and loosest value (the "

@@ -27,8 +27,9 @@ RULE = ("Test (declared before the runs, sweeps/dppo_f4.yaml): the spread of an 
         "DPPO variant (each at α: an intersection–union test). Not reproduced: for some DPPO variant D is shown below "
         "the margin SESOI / √k (the spread of k values one of which is off by the SESOI), at α / m (Bonferroni over "
         "the m variants). Not testable here: GRPO or a DPPO variant lacks 2 values with ≥ "
-        f"{interaction.MIN_SEEDS} finished seeds. Power: the share of simulated studies with these seeds and the "
-        "pooled seed SD that reproduce when one GRPO ε_high value is off by twice the SESOI and DPPO is flat.")
+        f"{interaction.MIN_SEEDS} finished seeds, or its threshold does not bind (the precondition below). Power: "
+        "the share of simulated studies with these seeds and the pooled seed SD that reproduce when one GRPO ε_high "
+        "value is off by twice the SESOI and DPPO is flat.")
 
 
 def needs(data: SweepData) -> Optional[str]:
