@@ -8,5 +8,5 @@ arms and their selectors (`arms`), per-run outcomes (`outcomes`), preconditions 
 sizing (`pilot`), the declared tests' decisions (`decisions`, `rate_decisions`, α over serial redesigns in
 `serial_designs`), whether a threshold matters (`threshold_effect` with its sentences and seed counts in
 `threshold_plan`, `threshold_action`, the page's evidence `threshold_study`), whether DPPO is less sensitive to
-its threshold than GRPO (`threshold_contrast`, DPPO paper App. F.4) and what two sweeps
+its threshold than GRPO (`threshold_contrast`, DPPO paper App. F.4, gated on `threshold_binds`) and what two sweeps
 share (`compare_cells`). `report_names` lists the report kinds a sweep file may name."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from harness.reports.evidence import threshold_binds as binds
 from harness.reports.evidence import threshold_contrast as evidence
 from harness.reports.rendering import plots
 from harness.reports.rendering.kinds.sensitivity import MARKERS, design_of, sesoi_source
@@ -26,8 +27,9 @@ RULE = ("Test (declared before the runs, sweeps/dppo_f4.yaml): the spread of an 
         "DPPO variant (each at α: an intersection–union test). Not reproduced: for some DPPO variant D is shown below "
         "the margin SESOI / √k (the spread of k values one of which is off by the SESOI), at α / m (Bonferroni over "
         "the m variants). Not testable here: GRPO or a DPPO variant lacks 2 values with ≥ "
-        f"{interaction.MIN_SEEDS} finished seeds. Power: the share of simulated studies with these seeds and the "
-        "pooled seed SD that reproduce when one GRPO ε_high value is off by twice the SESOI and DPPO is flat.")
+        f"{interaction.MIN_SEEDS} finished seeds, or its threshold does not bind (the precondition below). Power: "
+        "the share of simulated studies with these seeds and the pooled seed SD that reproduce when one GRPO ε_high "
+        "value is off by twice the SESOI and DPPO is flat.")
 
 
 def needs(data: SweepData) -> Optional[str]:
@@ -42,6 +44,7 @@ def build(data: SweepData, page: Page) -> None:
     ev = evidence.gather(data, sesoi, alpha, last_k)
     page.uses([r for v in ev.variants for r in v.runs])
     page.text(RULE, "method")
+    page.text(binds.RULE, "method")
     page.text(f"Declared: SESOI ±{sesoi:g} accuracy ({sesoi_source(data)}), α {alpha:g}, power target {power:g}; final "
               f"accuracy = mean of the last {last_k} evaluations.", "method")
     page.heading("Verdict")
@@ -56,6 +59,11 @@ def build(data: SweepData, page: Page) -> None:
     measures = {f"spread_{v.name.replace(' ', '_').replace('=', '_')}": v.spread for v in ev.variants
                 if v.spread is not None}
     page.verdict("dppo_vs_grpo", ev.word, text, ev.word not in (INCONCLUSIVE, NOT_TESTABLE), short, measures)
+    page.heading("Does each threshold bind? (the precondition)")
+    page.table(["variant", "metric", "tokens masked per value (mean over training, mean over runs)",
+                f"tightest: one-sided {1 - alpha:.0%} lower bound (needs ≥ {binds.BINDS:.0%})",
+                f"tightest − loosest, paired over seeds [{1 - alpha:.0%}]", "binds"],
+               [_binding_row(v) for v in ev.variants])
     page.heading("Spread across threshold values")
     rows = []
     for v in ev.variants:
@@ -66,6 +74,16 @@ def build(data: SweepData, page: Page) -> None:
         rows.append([v.name, shown, None if not known else max(known) - min(known), v.spread])
     page.table(["variant", "mean final accuracy per value", "range of means", "spread (noise-corrected SD)"], rows)
     _figure(data, page, ev)
+
+
+def _binding_row(v) -> list:
+    b = v.binding
+    shares = ", ".join(f"{v.symbol}={fmt(value)}: {m:.2%} (n={len(s)})" for value, s in b.shares.items()
+                       if (m := binds.mean_share(s)) is not None)
+    low = None if b.tightest.low is None else f"{v.symbol}={fmt(b.tight_value)}: {b.tightest.low:.2%}"
+    change = (None if b.change.low is None else
+              f"{b.change.mean:+.2%} [{b.change.low:+.2%}, {b.change.high:+.2%}] (n={b.change.n})")
+    return [v.name, b.measure, shares, low, change, "yes" if b.binds else "no"]
 
 
 def _figure(data: SweepData, page: Page, ev) -> None:
