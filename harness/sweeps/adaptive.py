@@ -104,6 +104,11 @@ def _report_look(data, spec, plan: List[int], taken: List[dict], n: int, j: int)
     if report_looks.all_decided(judged):
         return 0, f"every verdict decided at {n} seeds per value"
     sesoi, power, _ = report_looks.design(data)
+    hopeless = report_looks.futile(judged, n, plan[-1], design.alpha, sesoi, power) if n < plan[-1] else []
+    if hopeless:
+        print("\n".join(hopeless), flush=True)
+        return 0, f"every open part is a size at the SESOI that the last look would decide with probability under " \
+                  f"{report_looks.FUTILE:.0%} (futility), at {n} seeds per value"
     target = report_looks.next_look(judged, plan, n, plan[-1], design.alpha, sesoi, power,
                                     most=2 * design.budget.per_round)
     ahead = (report_looks.look_alpha(target, n, plan[-1], design.alpha), "the next look's") if target > n else \

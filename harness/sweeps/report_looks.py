@@ -10,12 +10,15 @@ n_prev spends f(n/N) − f(n_prev/N), so however many looks are taken and wherev
 the seeds per value the undecided verdicts still need (`seeds_for_insensitive`, `seeds_for_sensitive`: the
 noisiest pair's spread and the collapse bound, not which way the means differ), each computed at the α that
 look would have, a round adding at most twice the round size (`budget.per_round`); a look past what the budget
-allows is not planned.
+allows is not planned. A study whose only open parts are sizes at the SESOI, which even its last look would
+decide with conditional power under FUTILE, stops (`futile`): a futility stop only gives up looks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
+
+from scipy.stats import norm
 
 from harness.reports.evidence import threshold_effect, threshold_study
 from harness.reports.evidence.outcomes import resolution
@@ -64,6 +67,43 @@ def judge(data: SweepData, alpha: float) -> List[Judged]:
         fine = resolution(members, MEASURE, (1.0, -1.0), last_k)
         out.append(Judged(objective.name, objective.symbol, objective.outcomes, objective.collapsed, fine,
                           objective.result, objective.gains))
+    return out
+
+
+FUTILE = 0.2  # conditional power below which a size part is not worth the remaining looks
+
+
+def size_power(needed_seeds: Optional[int], last: int, alpha: float, power: float) -> float:
+    """The power the last look (`last` seeds per value, level α) has to decide a size that needs
+    `needed_seeds` for `power` at that level, the difference seen so far taken as the truth (conditional power,
+    from the normal approximation the seed counts come from: power ≈ Φ((z_α + z_power)·√(n/n_needed) − z_α))."""
+    if not needed_seeds:
+        return 1.0
+    z_a, z_p = norm.ppf(1 - alpha), norm.ppf(power)
+    return float(norm.cdf((z_a + z_p) * (last / needed_seeds) ** 0.5 - z_a))
+
+
+def futile(judged: Sequence[Judged], done: int, max_seeds: int, alpha: float, sesoi: float,
+           power: float) -> List[str]:
+    """Per undecided verdict whose sign is decided and whose size (beyond the SESOI or within it) the last look
+    would decide with conditional power below FUTILE: a line saying so, with the size and what deciding would
+    take. Non-empty only when every undecided verdict is such: the study then stops (a futility stop never
+    raises the error rates of what it decided: it only gives up looks)."""
+    level = look_alpha(max_seeds, done, max_seeds, alpha)
+    out = []
+    for j in judged:
+        if j.verdict.decided:
+            continue
+        if j.verdict.word != threshold_effect.DIFFERS:
+            return []
+        need = j.at(level, sesoi, power).seeds_for_sensitive
+        chance = size_power(need, max_seeds, level, power)
+        if chance >= FUTILE:
+            return []
+        size = j.verdict.size
+        shown = f" {size.estimate.value:+.3f} [{size.low:+.3f}, {size.high:+.3f}]" if size is not None else ""
+        out.append(f"    {j.name}: differs by{shown}, at the SESOI ±{sesoi:g}: {max_seeds} seeds per value would "
+                   f"tell which side with probability {chance:.0%} (~{need} needed): stopped for futility")
     return out
 
 

@@ -122,3 +122,19 @@ def test_plan_shows_the_first_round_and_the_limits(tmp_path, monkeypatch, capsys
     levels = [report_looks.look_alpha(n, p, 6, 0.05) for n, p in ((2, 0), (4, 2), (6, 4))]
     assert "per look if each is taken: " + ", ".join(f"{a:.2g}" for a in levels) in out, out
     assert not (tmp_path / "multirun").exists()  # nothing written
+
+
+def test_a_size_at_the_sesoi_stops_the_study_for_futility_and_nothing_else_does():
+    at_sesoi = _judged(0.05, 28, shift=0.05, alpha=0.014)  # a real difference, right at the SESOI (-0.047)
+    assert at_sesoi[0].verdict.word == threshold_effect.DIFFERS
+    lines = report_looks.futile(at_sesoi, 28, 40, 0.05, 0.05, 0.8)
+    assert len(lines) == 1 and "stopped for futility" in lines[0] and "at the SESOI ±0.05" in lines[0], lines
+    near = _judged(0.04, 28, shift=0.045, alpha=0.014)  # its size open too, but 40 seeds would tell it 23% of the time
+    assert near[0].verdict.word == threshold_effect.DIFFERS
+    assert report_looks.futile(near, 28, 40, 0.05, 0.05, 0.8) == []
+    open_sign = _judged(0.03, 4)  # neither shown yet: more seeds may decide it, never futile
+    assert open_sign[0].verdict.word == threshold_effect.UNDECIDED
+    assert report_looks.futile(open_sign, 4, 40, 0.05, 0.05, 0.8) == []
+    assert report_looks.futile(at_sesoi + open_sign, 28, 40, 0.05, 0.05, 0.8) == []  # one open sign keeps it going
+    assert report_looks.size_power(None, 40, 0.05, 0.8) == 1.0
+    assert abs(report_looks.size_power(40, 40, 0.05, 0.8) - 0.8) < 1e-9  # the needed seeds give the power target
