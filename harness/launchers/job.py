@@ -207,8 +207,10 @@ def finish_run(run: StartedRun, final: Optional[dict], err: Optional[BaseExcepti
             earlier = _resumed_from(run.spec, run_dir)
             _log_final_accuracy(tracker, run_dir, earlier)
             _close(tracker, result, "FINISHED")
-            print(f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir, earlier)} -> {run_dir}"
-                  + (f" (mlflow run {result.run_id})" if result.run_id else ""), flush=True)
+            line = (f"run {name}: FINISHED {finished_metrics(result.final_metrics, run_dir, earlier)} -> {run_dir}"
+                    + (f" (mlflow run {result.run_id})" if result.run_id else ""))
+            run_log.info(line)  # the run folder's job.log keeps it; a sweep's terminal folds it (sweep_console)
+            print(line, flush=True)
         elif isinstance(err, Pruned):
             result.status, result.error = "PRUNED", str(err)
             _close(tracker, result, "KILLED", str(err))

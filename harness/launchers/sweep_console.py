@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Callable, Optional, TextIO
 
+from harness.tracking.quiet import verbose
+
 PROGRESS_EVERY_ENV = "HARNESS_PROGRESS_EVERY"  # seconds between status lines off a terminal
 LINES_EVERY_S = 30.0  # off a terminal: a CI log gets a line every half minute, not a bar's redraws
 CLEAR = "\r\x1b[K"  # back to the line's start and erase it
@@ -81,6 +83,8 @@ class SweepConsole:
         """Print `text` (a whole line, or the rest of one: it is ended here) on stdout (name "out") or stderr,
         above the status."""
         stream = self.err if name == "err" else self.out
+        if self.live and name == "out" and _a_runs_result(text) and not verbose():
+            return  # on a terminal the status line counts them and each run's job.log holds its line (-v shows it)
         with self._lock:
             self._clear()
             stream.write(text if text.endswith("\n") else text + "\n")
@@ -122,6 +126,11 @@ class SweepConsole:
         if self.live and self._shown:
             self.err.write(self._shown)
             self.err.flush()
+
+
+def _a_runs_result(text: str) -> bool:
+    """A finished run's result line (harness/launchers/job.py finish_run): one per run, hundreds in a study."""
+    return text.startswith("run ") and ": FINISHED " in text
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -62,13 +62,28 @@ def test_a_live_status_line_is_cleared_before_a_line_is_printed_above_it():
     console = SweepConsole(live=True, out=out, err=out)
     console.status("sweep 0:05 · ensemble 1 (2 runs): step 3/12, 0:20 left")
     relay = LineRelay("out", console.line)
-    relay.write("run a: FINISHED")
-    relay.write(" 0.62\nrun b: FINI")
+    relay.write("run a: resumed")
+    relay.write(" from step 3\nrun b: resu")
     relay.flush()  # a worker leaving mid-line: its rest still ends with a newline
     console.close()
     text = out.getvalue()
     assert text.count(CLEAR) == 3
-    for printed in ("run a: FINISHED 0.62\n", "run b: FINI\n"):
+    for printed in ("run a: resumed from step 3\n", "run b: resu\n"):
         assert CLEAR + printed in text, text
     assert not text.endswith("left"), "the status line is left on the terminal"
     assert not relay.isatty() and sys.stdout is not relay
+
+
+def test_a_terminal_folds_each_runs_result_line_and_a_log_keeps_it(monkeypatch):
+    monkeypatch.delenv("HARNESS_LOG_LEVEL", raising=False)
+    result = "run algo=dppo,seed=0: FINISHED eval/accuracy (last evaluation) 0.62 -> /x (mlflow run 1)\n"
+    for live, shown in ((True, False), (False, True)):
+        out = io.StringIO()
+        console = SweepConsole(live=live, out=out, err=io.StringIO())
+        console.line("out", result)
+        console.line("out", "run algo=dppo,seed=1: resumed from step 3\n")
+        assert (result in out.getvalue()) is shown and "resumed from step 3" in out.getvalue()
+    monkeypatch.setenv("HARNESS_LOG_LEVEL", "INFO")  # -v: every line, a terminal too
+    out = io.StringIO()
+    SweepConsole(live=True, out=out, err=io.StringIO()).line("out", result)
+    assert result in out.getvalue()
