@@ -19,7 +19,8 @@ from harness.config.network_fs import filesystem_of, sqlite_warning
 from harness.config.profiles import executor_arguments, load_profile
 from harness.launchers.compose import compose
 from harness.launchers.compose import validated as validate
-from harness.trainers.verl.attempt import Attempt, attempt_of, save_freq
+from harness.trainers.verl.attempt import (STEP_S_FLOOR, Attempt, attempt_of, estimated_step_seconds,
+                                           save_freq, step_seconds)
 from harness.trainers.verl.cluster_plan import verl_plan_lines
 from harness.trainers.verl.driver import driver_problem
 from harness.trainers.verl.environment import check_environment, required_packages
@@ -96,9 +97,34 @@ def test_later_attempts_skip_validation_and_checkpoint_within_half_an_hour(tmp_p
     items = dict(o.split("=", 1) for o in verl_overrides(spec, paths, attempt=later))
     assert items["trainer.val_before_train"] == "false" and items["trainer.save_freq"] == "3"  # 1800 s / 600 s
     first = dict(o.split("=", 1) for o in verl_overrides(spec, paths))
-    assert first["trainer.val_before_train"] == "true" and first["trainer.save_freq"] == "50"
+    assert first["trainer.val_before_train"] == "true"
     assert save_freq(50, 20, 600.0) == 50  # a 20-minute limit cannot lose more than 20 minutes
     assert save_freq(50, 1440, 7200.0) == 1
+
+
+def test_a_first_time_limited_attempt_checkpoints_from_a_high_step_estimate(tmp_path):
+    """Without a measured step or trainer.verl.step_minutes, a first 24-hour slot no longer keeps
+    checkpoint_every=50: the step is estimated high from the model and the step's tokens."""
+    def first_save_freq(*overrides: str) -> int:
+        spec = validate(compose([*GPU8, "launcher.hub_access=true", "trainer.checkpoint_every=50", *overrides]))
+        items = dict(o.split("=", 1) for o in verl_overrides(spec, RunPaths(tmp_path)))
+        return int(items["trainer.save_freq"])
+
+    # Qwen3-8B-Base, 128 prompts x 8, 2048 + 4096 tokens, 8 GPUs: 10 x 8.2e9 x 1024 x 6144 / 8e14 = 645 s
+    assert estimated_step_seconds(8.2, 1024, 6144, 8) == pytest.approx(645.0, abs=1.0)
+    assert first_save_freq() == 2  # 1800 s // 645 s
+    assert first_save_freq("trainer.max_new_tokens=1024") == 5  # 1800 // 322 s: fewer tokens, a shorter step
+    assert first_save_freq("model=Qwen3-1.7B-Base") == 13  # 1800 // 134 s
+    assert first_save_freq("trainer.verl.step_minutes=1") == 30  # the user's estimate wins
+    assert estimated_step_seconds(0.0, 1024, 6144, 8) == STEP_S_FLOOR  # an unknown model: at least a minute
+    assert estimated_step_seconds(0.001, 1, 1, 8) == STEP_S_FLOOR
+    # a mixture of experts counts the parameters a token passes through (Qwen3-30B-A3B: ~3.3 of 30.5 billion)
+    moe = validate(compose(["experiment=dppo_moe_qwen3_30b", "delta=0.2", "launcher=slurm",
+                            "launcher.profile=gpu_node8", *TWO_NODES, "launcher.hub_access=true"]))
+    seconds = step_seconds(Attempt(), moe, verl_options(moe), 16)
+    t = moe.trainer
+    tokens = t.prompts_per_step * t.group_size * (moe.trainer.verl.max_prompt_length + t.max_new_tokens)
+    assert seconds == pytest.approx(max(STEP_S_FLOOR, 10 * 3.3125e9 * tokens / 16e14))
 
 
 def test_sglang_is_refused_and_vllm_is_checked_on_a_cluster():

@@ -6,7 +6,14 @@ what that means for verl's schedule (torch-free):
 - the checkpoint frequency (`trainer.save_freq`): at most `trainer.checkpoint_every` steps, and few enough that a
   job killed at its time limit loses at most LOSS_BUDGET_S of training. The step time is the longest verl
   measured in an earlier attempt (`timing_s/step` of its metrics file), else `trainer.verl.step_minutes`
-  (an estimate, e.g. from a short first run); unknown, the limit cannot be applied and checkpoint_every holds.
+  (an estimate, e.g. from a short first run), else, on a first attempt, `estimated_step_seconds`: a high
+  estimate from the model's parameter count and the step's token budget, so that a first time-limited slot
+  checkpoints too often rather than too rarely.
+
+verl's own "ESI" save before a deadline (`should_save_ckpt_esi`, read from
+MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP, and `trainer.esi_redundant_time`) is called only by the legacy
+trainer (verl/trainer/ppo/ray_trainer.py:1693); the v1 trainer the harness runs (`trainer.use_v1=true`) saves
+only on `save_freq` and the last step (verl/trainer/ppo/v1/trainer_base.py:481), so the harness cannot use it.
 
 An attempt is not the first when the run folder holds what an earlier one left: verl's metrics file (set aside
 as metrics.previous.jsonl when a new attempt starts) or a verl checkpoint.
@@ -18,7 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from harness.trainers.verl.presets import model_extras
+
 LOSS_BUDGET_S = 1800.0  # what a timeout may lose: the training since the last checkpoint
+# The first attempt's step estimate (high on purpose: a step's training FLOPs over a low throughput):
+ESTIMATE_FLOPS_PER_GPU = 1e14  # 100 TFLOP/s per GPU: ~10% of an H100's dense bf16 peak (989 TFLOP/s)
+FLOPS_PER_PARAM_TOKEN = 10  # rollout forward 2 + old-policy log-prob forward 2 + update forward/backward 6
+STEP_S_FLOOR = 60.0  # a step's least cost beside its arithmetic: weight sync into vLLM, scheduling, logging
 
 
 @dataclass(frozen=True)
@@ -56,3 +69,23 @@ def save_freq(checkpoint_every: int, timeout_min: Optional[float], step_seconds:
     if not step_seconds or timeout_min is None or timeout_min * 60 <= LOSS_BUDGET_S:
         return checkpoint_every
     return max(1, min(checkpoint_every, int(LOSS_BUDGET_S // step_seconds)))
+
+
+def estimated_step_seconds(params_b: float, sequences: int, tokens_per_sequence: int, gpus: int) -> float:
+    """A high estimate of one training step's seconds for a first attempt that has measured none: every
+    response runs to its length limit, at ESTIMATE_FLOPS_PER_GPU; STEP_S_FLOOR when the parameter count is
+    unknown (0) or the arithmetic is smaller."""
+    work = FLOPS_PER_PARAM_TOKEN * params_b * 1e9 * sequences * tokens_per_sequence
+    return max(STEP_S_FLOOR, work / (max(1, gpus) * ESTIMATE_FLOPS_PER_GPU))
+
+
+def step_seconds(attempt: Attempt, cfg, options, gpus: int) -> float:
+    """The step time measured by an earlier attempt, else trainer.verl.step_minutes, else the high estimate
+    for the run's model (a mixture of experts: the parameters a token passes through) and token budget (prompt
+    + response limit of every sequence of a step)."""
+    if attempt.step_seconds or options.step_minutes:
+        return attempt.step_seconds or options.step_minutes * 60
+    m, t = model_extras(cfg.model.name), cfg.trainer
+    active = m.params_b - (m.expert_params_b * (1 - m.experts_per_token / m.num_experts) if m.num_experts else 0)
+    return estimated_step_seconds(active, t.prompts_per_step * t.group_size,
+                                  options.max_prompt_length + t.max_new_tokens, gpus)

@@ -54,7 +54,7 @@ class VerlOptions:
     # its [tokens x vocabulary] softmax (anchor=rollout computes the entropy in the update; the memory preflight)
     offload: bool = False  # actor parameters and optimizer states on the CPU between uses (verl's *_offload)
     # expected minutes per training step: with a cluster time limit, checkpoints come often enough that a timeout
-    # loses at most ~30 minutes (attempt.py); null: measured by an earlier attempt, else trainer.checkpoint_every
+    # loses at most ~30 minutes (attempt.py); null: measured by an earlier attempt, else a high estimate
     step_minutes: Optional[float] = None
     keep_checkpoints: Optional[int] = 2  # newest verl checkpoints kept (max_actor_ckpt_to_keep); null: all
     ray_port: Optional[int] = None  # first of the job's block of Ray ports (null: derived from the Slurm job id)

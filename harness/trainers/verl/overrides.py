@@ -18,7 +18,7 @@ from harness.trainers.verl.objective import ENV_VAR, anchor_overrides, loss_mode
 from harness.trainers.verl.options import verl_options
 from harness.trainers.verl.ray_resources import TQ_STORAGE_UNITS, TQ_STORAGE_UNITS_KEY
 from harness.config.profiles import profile_for
-from harness.trainers.verl.attempt import Attempt, save_freq
+from harness.trainers.verl.attempt import Attempt, save_freq, step_seconds
 from harness.trainers.verl.site import on_cluster, site
 
 PLUGIN_MODULE = "harness.trainers.verl.plugin"
@@ -223,7 +223,8 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
         ("trainer.total_training_steps", t.steps),
         ("trainer.total_epochs", 100000),  # steps bound the run, not epochs
         ("trainer.test_freq", t.eval_every),
-        ("trainer.save_freq", save_freq(t.checkpoint_every, _time_limit(cfg), _step_seconds(o, attempt))),
+        ("trainer.save_freq", save_freq(t.checkpoint_every, _time_limit(cfg),
+                                        step_seconds(attempt, cfg, o, shape.gpus))),
         ("trainer.max_actor_ckpt_to_keep", o.keep_checkpoints),  # no critic: GRPO/RLOO advantages
         ("trainer.val_before_train", attempt.first),  # a requeued attempt's step-0 evaluation is recorded
         ("trainer.logger", ["console", "file"]),
@@ -243,11 +244,6 @@ def verl_overrides(cfg, paths: RunPaths, run_name: str = "run", resume_from: Opt
 def _time_limit(cfg) -> Optional[float]:
     """The job's time limit in minutes (a cluster profile's timeout_min), None for a run here."""
     return float(profile_for(cfg.launcher).timeout_min) if on_cluster(cfg) else None
-
-
-def _step_seconds(o, attempt: Attempt) -> Optional[float]:
-    """The step time measured by an earlier attempt, else the estimate trainer.verl.step_minutes."""
-    return attempt.step_seconds or (o.step_minutes * 60 if o.step_minutes else None)
 
 
 def _batch_size(o) -> List[tuple]:
