@@ -1,8 +1,8 @@
 """Pages lead with the answer, read from the HTML of real reports of synthetic sweeps (a real SQLite store):
 a report's page links back to the sweep's index above its title; its first section is the verdict (each box
-labelled `decided` or `not decided`) with what to run next; the method follows, folded under "How this was
-decided", as whole sentences; a claim page's verdict sits above its tests. The compare page, which no index
-lists, has no link up."""
+labelled `decided` or `not decided`) with what to run next and the rest of the kind's own Verdict section;
+the method follows, folded under "How this was decided", as whole sentences; a claim page's verdict sits above
+its tests. The compare page, which no index lists, has no link up."""
 from __future__ import annotations
 
 import re
@@ -44,7 +44,9 @@ def test_sensitivity_page_opens_with_its_verdict_and_folds_its_method(shared_sto
     body = _check_leads_with_answer((tmp_path / "sensitivity" / "index.html").read_text(encoding="utf-8"))
     answer = body[:body.index("</section>")]
     assert '<p class="action">Undecided: run ' in answer  # what decides it, with the verdict
-    assert body.count("<h2>Verdict</h2>") == 1, "the kind's own Verdict heading, emptied by the move, is gone"
+    assert "Typical seed: " in answer and "Failures: " in answer  # both parts of the two-part verdict
+    assert "<p>dppo: failed runs (gain below " in answer  # the rest of the kind's own Verdict section came along
+    assert body.count("<h2>Verdict</h2>") == 1, "one Verdict: the kind's own Verdict section joins the page's"
     assert body.index("<h2>What the threshold did</h2>") > body.index("</details>")
     index = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert 'class="up"' not in index and '<span class="label">not decided</span> <a href="sensitivity/' in index

@@ -66,7 +66,8 @@ def test_every_figure_has_a_pdf_twin_and_a_print_resolution_png(pages):
             assert head[:8] == b"\x89PNG\r\n\x1a\n"
             # pHYs chunk or not, the pixel width is 2x the shown width (200 dpi shown at 100)
             width = struct.unpack(">I", head[16:20])[0]
-            shown = int(html.split(f'src="{png}"', 1)[1].split('width="', 1)[1].split('"', 1)[0])
+            # the page embeds the PNG (a data URI) and names its file in data-file
+            shown = int(html.split(f'data-file="{png}"', 1)[1].split('width="', 1)[1].split('"', 1)[0])
             assert width == pytest.approx(2 * shown, abs=1), (png, width, shown)
 
 

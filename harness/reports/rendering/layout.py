@@ -2,7 +2,8 @@
 them; the HTML page shows
 
 1. the answer: every verdict box (green "decided", grey "not decided") and what to run next when undecided
-   (paragraphs of class `action`), under one heading;
+   (paragraphs of class `action`), under one heading, with whatever else the kind wrote in its own section
+   headed "Verdict" (such as the runs a verdict counts as failed), in its order: a page has one Verdict;
 2. what is missing (the page's notes, from `Page.write`);
 3. how it was decided: the method paragraphs (class `method`), folded in a <details>;
 4. the rest, in the kind's order, less the headings whose sections held only what moved up.
@@ -11,7 +12,7 @@ The Markdown summary keeps the kind's order (the findings document reads it line
 from __future__ import annotations
 
 import html
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Sequence, Tuple
 
 ANSWER_HEADING = "Verdict"
 HOW = "How this was decided"
@@ -29,19 +30,25 @@ def is_answer(block: tuple) -> bool:
 
 def arrange(blocks: Sequence[tuple]) -> Tuple[List[tuple], List[tuple], List[tuple]]:
     """(answer, method, rest): the blocks that lead, the method paragraphs, and the others in their order;
-    a heading is dropped when every block of its section moved up."""
-    answer = [b for b in blocks if is_answer(b)]
+    the blocks of a section headed ANSWER_HEADING lead too (the kind's own Verdict section joins the page's),
+    and a heading is dropped when every block of its section moved up."""
+    answer: List[tuple] = []
     method = [b for b in blocks if _cls(b) == "method"]
     rest: List[tuple] = []
     section: List[tuple] = []  # the current heading's blocks, as written
     for block in list(blocks) + [("h", None)]:
         if block[0] == "h":
             if section:
+                is_verdict = section[0] == ("h", ANSWER_HEADING)
                 kept = [b for b in section[1:] if not (is_answer(b) or _cls(b) == "method")]
                 moved = len(section) - 1 - len(kept)
-                if section[0][0] != "h" or kept or not moved:  # a heading left with nothing goes
-                    rest.append(section[0])
-                rest += kept
+                if is_verdict:
+                    answer += [b for b in section[1:] if _cls(b) != "method"]
+                else:
+                    answer += [b for b in section[1:] if is_answer(b)]
+                    if section[0][0] != "h" or kept or not moved:  # a heading left with nothing goes
+                        rest.append(section[0])
+                    rest += kept
             section = [block]
         else:
             section = section or [("start",)]
@@ -55,13 +62,18 @@ def verdict_box(text_html: str, cls: str) -> str:
     return f'<p class="{cls}"><span class="label">{label}</span> {text_html}</p>'
 
 
-def answer_html(answer: Sequence[tuple]) -> str:
+def answer_html(answer: Sequence[tuple], render: Callable[[tuple], str]) -> str:
+    """The leading section: verdict boxes and actions as such, any other block as `render` writes it."""
     if not answer:
         return ""
     parts = []
-    for _, text, cls in answer:
-        escaped = html.escape(text)
-        parts.append(verdict_box(escaped, cls) if cls in LABELS else f'<p class="action">{escaped}</p>')
+    for block in answer:
+        if is_answer(block):
+            _, text, cls = block
+            escaped = html.escape(text)
+            parts.append(verdict_box(escaped, cls) if cls in LABELS else f'<p class="action">{escaped}</p>')
+        else:
+            parts.append(render(block))
     return f'<section class="answer"><h2>{ANSWER_HEADING}</h2>{"".join(parts)}</section>\n'
 
 

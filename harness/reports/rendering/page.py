@@ -110,7 +110,7 @@ class Page:
         meta = f"sweep {self.sweep_id} · {len(runs)} runs · generated {stamp}"
         meta += f" · data: {self.source}" if self.source else ""
         answer, method, rest = arrange(self.blocks)
-        html_body = (answer_html(answer) + self._html_notes() + method_html(method, bool(self.verdicts))
+        html_body = (answer_html(answer, self._html) + self._html_notes() + method_html(method, bool(self.verdicts))
                      + "".join(self._html(b) for b in rest) + self._html_runs(runs))
         page = render_page(self.title, meta, html_body, up=self.up and (self.up, "all reports of this sweep"),
                            where=f"{ARTIFACTS}/{self.out_dir.name}/" if self.up else "")
