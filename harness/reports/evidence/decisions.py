@@ -83,6 +83,8 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         bounds = contrast_bounds(m.bounds, weights, test.offset)
         if test.method == "fisher":
             decision = rate_decisions.fisher(arms, weights, alpha)
+        elif test.method == "rate_difference" and test.hypothesis == "greater":
+            decision = rate_decisions.greater_rates(arms, weights, test.sesoi, alpha)
         elif test.method == "rate_difference":
             decision = rate_decisions.noninferior_rates(arms, weights, test.sesoi, alpha, design.power)
         else:

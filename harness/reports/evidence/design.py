@@ -20,8 +20,9 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
-                                         # | rate_difference (2 arms, collapsed; noninferior: the rate
-                                         #   difference against −SESOI, exact: harness/stats/rate_difference.py)
+                                         # | rate_difference (2 arms, collapsed | runaway; noninferior: the
+                                         #   rate difference against −SESOI; greater: > 0 by Fisher, < SESOI
+                                         #   by the exact score test: harness/stats/rate_difference.py)
                                          # | exact (valid when some runs collapse: harness/stats/robust.py)
                                          # | sign (the median per-seed contrast, exact sign tests: stats/robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
@@ -206,9 +207,10 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         arms = tuple((parse_selector(k), float(w)) for k, w in contrast.items())
         if method in RATE_METHODS and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
             raise bad(f"{where}.method", f"{method} compares exactly two arms with weights +1 and −1")
-        if method == "rate_difference" and (raw["hypothesis"] != "noninferior" or raw["measure"] not in BINARY):
-            raise bad(f"{where}.method", f"rate_difference tests hypothesis: noninferior on measure: "
-                      f"{' | '.join(BINARY)} (for greater/less use method: fisher)")
+        if method == "rate_difference" and (raw["hypothesis"] not in ("noninferior", "greater")
+                                            or raw["measure"] not in BINARY):
+            raise bad(f"{where}.method", f"rate_difference tests hypothesis: noninferior | greater (against a margin) "
+                      f"on measure: {' | '.join(BINARY)} (for less use method: fisher)")
         if raw.get("size") and (raw["hypothesis"] not in ("greater", "less") or method in RATE_METHODS):
             raise bad(f"{where}.size", "is for hypothesis: greater | less with method: t | exact | sign")
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
