@@ -23,7 +23,7 @@ from scipy import stats
 
 from harness.reports.evidence.arms import matches, selector_text
 from harness.reports.results.data import SweepData, fmt
-from harness.reports.evidence.outcomes import per_seed
+from harness.reports.evidence.outcomes import measure, per_seed
 
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 GATE_LEVEL = 0.05  # one-sided: a gate passes on the 95% bound
@@ -76,7 +76,8 @@ class Checked:
         if self.value is None:
             return f"{c.name}: {c.measure}{where} was not measured (no run logged it); needs {c.rule}"
         shown = fmt(self.limit, 4) if np.isfinite(self.limit) else "none (too few seeds)"
-        return (f"{c.name}: {c.measure}{where} measured {fmt(self.value, 4)} (mean over {self.seeds} seeds), "
+        unit = "runs" if c.measure in BINARY else "seeds"
+        return (f"{c.name}: {c.measure}{where} measured {fmt(self.value, 4)} (mean over {self.seeds} {unit}), "
                 f"{self.bound_name} {shown}; the bound needs {c.rule}")
 
 
@@ -84,7 +85,11 @@ def check(data: SweepData, conditions: Sequence, last_k: int) -> List[Checked]:
     out = []
     for c in conditions:
         runs = [r for r in data.runs if matches(r, c.arm)]
-        values = list(per_seed(data, runs, c.measure, last_k).values())
+        if c.measure in BINARY:  # a rate over runs (two arms of one seed are two runs)
+            found = (measure(c.measure).compute(data, r, last_k) for r in runs)
+            values = [float(v) for v in found if v is not None and np.isfinite(v)]
+        else:
+            values = list(per_seed(data, runs, c.measure, last_k).values())
         if not values:
             out.append(Checked(c, None, 0))
             continue
