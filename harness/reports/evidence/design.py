@@ -64,8 +64,8 @@ from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
 
 METHODS = ("t", "fisher", "exact", "sign", "rate_difference")
-RATE_METHODS = ("fisher", "rate_difference")
-BINARY = ("collapsed", "runaway")  # 0/1 measures: event counts  # tests on two arms' event counts, sized by stated rates (no pilot SD)
+RATE_METHODS = ("fisher", "rate_difference")  # tests on two arms' event counts, sized by stated rates (no pilot SD)
+BINARY = ("collapsed", "runaway")  # 0/1 measures: event counts
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
 

@@ -22,12 +22,12 @@ import numpy as np
 from scipy import stats
 
 from harness.reports.evidence.arms import matches, selector_text
+from harness.reports.evidence.design import BINARY
 from harness.reports.results.data import SweepData, fmt
 from harness.reports.evidence.outcomes import measure, per_seed
 
 LOWPROB_ADMISSION = 0.15  # share of sampled tokens with ν < 0.2 a low-probability regime needs at its start
 GATE_LEVEL = 0.05  # one-sided: a gate passes on the 95% bound
-BINARY = ("collapsed", "runaway")
 
 
 def bound(values: Sequence[float], measure: str, lower: bool, level: float = GATE_LEVEL) -> float:
