@@ -29,8 +29,10 @@ import numpy as np
 from scipy import stats
 
 from harness.stats import robust
-from harness.stats.resolution import too_many_ties
-from harness.stats.words import HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED  # noqa: F401
+from harness.stats.combine import combine, holm  # noqa: F401 (the verdict of a claim's parts)
+from harness.stats.resolution import floor_untestable, too_many_ties
+from harness.stats.words import (DIRECTION_ONLY, HYPOTHESES, INCONCLUSIVE, NOT_REPRODUCED,  # noqa: F401
+                                 NOT_TESTABLE, REPRODUCED)
 
 METHODS = ("t", "exact", "sign")
 MAX_SEEDS_SEARCHED = 10000
@@ -172,8 +174,8 @@ class Decision:
     median: bool = False  # the tests (and low, high) are about the median per-seed contrast (method: sign)
 
     @property
-    def decided(self) -> bool:
-        return self.word != INCONCLUSIVE
+    def decided(self) -> bool:  # a size not shown is not decided: more seeds may show it
+        return self.word not in (INCONCLUSIVE, DIRECTION_ONLY)
 
     @property
     def centre(self) -> Optional[float]:
@@ -186,10 +188,12 @@ class Decision:
 def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float, power: float = 0.8,
            bounds: Tuple[Optional[float], Optional[float]] = (None, None), arms: int = 2,
            alpha_power: Optional[float] = None, with_power: bool = True, method: str = "t",
-           exchangeable: bool = False) -> Decision:
+           exchangeable: bool = False, size: bool = False) -> Decision:
     """Verdict on one contrast at level `alpha` (one-sided, per question).
 
-    greater: reproduced if c > 0; not reproduced if c < 0 or |c| < SESOI (TOST) is shown.
+    greater: reproduced if c > 0; not reproduced if c < 0 or |c| < SESOI (TOST) is shown. With `size` (the
+    hypothesis states c ≥ SESOI): reproduced needs c > SESOI shown; c > 0 alone is DIRECTION_ONLY, unless
+    |c| < SESOI is also shown (not reproduced: the stated size is ruled out).
     less: the mirror image. noninferior: reproduced if c > −SESOI; not reproduced if c < −SESOI.
     equivalent: reproduced if |c| < SESOI (TOST); not reproduced if c > SESOI or c < −SESOI is shown
     (each side at α/2). alpha_power: the level the power figure assumes (default `alpha`).
@@ -213,7 +217,7 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
     low, high = tests.interval(alpha, bounds)
     needed = seeds_needed(est.sd_unit, sesoi, alpha_power or alpha, power, est.paired, arms) if with_power else None
     median = isinstance(tests, robust.MedianTests)  # low, high bound the median: the centre must be it
-    blocked = est.untestable(alpha)
+    blocked = est.untestable(alpha) or floor_untestable(est)
     if blocked:
         return Decision(INCONCLUSIVE, blocked, est, low, high, None, None, alpha, needed, median=median)
     if hypothesis in ("greater", "less"):
@@ -222,7 +226,14 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
         p_effect = tests.p_above(0.0) if up else tests.p_below(0.0)
         p_opposite = tests.p_below(0.0) if up else tests.p_above(0.0)
         p_equiv = max(tests.p_above(-sesoi), tests.p_below(sesoi))
-        if p_effect < alpha:
+        p_size = (tests.p_above(sesoi) if up else tests.p_below(-sesoi)) if size else p_effect
+        if size and p_size < alpha:
+            word, why = REPRODUCED, (f"c {claim} {'' if up else '−'}{sesoi:g} (the stated size) shown "
+                                     f"(p = {_p(p_size)} < {alpha:.3g})")
+        elif size and p_effect < alpha and min(p_opposite, p_equiv) >= alpha:
+            word, why = DIRECTION_ONLY, (f"c {claim} 0 shown (p = {_p(p_effect)}), the stated size {sesoi:g} not "
+                                         f"(p = {_p(p_size)}) at {alpha:.3g}")
+        elif p_effect < alpha and not size:
             word, why = REPRODUCED, f"c {claim} 0 shown (p = {_p(p_effect)} < {alpha:.3g})"
         elif p_opposite < alpha:
             word, why = NOT_REPRODUCED, (f"c {opposite} 0 shown: the opposite direction (p = {_p(p_opposite)} "
@@ -235,6 +246,7 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
                                        f"(p = {_p(p_opposite)}) nor |c| < {sesoi:g} (TOST p = {_p(p_equiv)}) "
                                        f"at {alpha:.3g}")
         p_against = min(p_opposite, p_equiv)
+        p_effect = p_size
     elif hypothesis == "noninferior":
         p_effect, p_against = tests.p_above(-sesoi), tests.p_below(-sesoi)
         if p_effect < alpha:
@@ -257,33 +269,6 @@ def decide(est: Optional[Estimate], hypothesis: str, sesoi: float, alpha: float,
     if method in ("exact", "sign"):
         why += f" [{tests.name if est.paired else 'Welch t: exact tests need arms that share seeds'}]"
     return Decision(word, why, est, low, high, p_effect, p_against, alpha, needed, median=median)
-
-
-def holm(p_values: Sequence[float], alpha: float) -> List[bool]:
-    """Holm's step-down procedure: which of the p-values are rejected with the family-wise error ≤ alpha."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    rejected = [False] * len(p_values)
-    for rank, i in enumerate(order):
-        if p_values[i] >= alpha / (len(p_values) - rank):
-            break
-        rejected[i] = True
-    return rejected
-
-
-def combine(decisions: Sequence[Decision], alpha: float) -> Tuple[str, str]:
-    """Overall verdict of a claim's parts. Reproduced: every part reproduced at α (an intersection-union
-    test: no correction is needed when every part must hold). Not reproduced: at least one part's
-    contradiction survives Holm's correction over the parts. Otherwise inconclusive."""
-    if decisions and all(d.word == REPRODUCED for d in decisions):
-        return REPRODUCED, "every part reproduced (intersection-union test at α)"
-    against = [d.p_against if d.p_against is not None else 1.0 for d in decisions]
-    rejected = holm(against, alpha)
-    if any(r and d.word == NOT_REPRODUCED for r, d in zip(rejected, decisions)):
-        if len(decisions) == 1:
-            return NOT_REPRODUCED, f"its one part contradicted at α {alpha:.3g}"
-        return NOT_REPRODUCED, (f"a part's contradiction holds after Holm's correction at α {alpha:.3g} over "
-                                f"{len(decisions)} parts")
-    return INCONCLUSIVE, "no part contradicted after Holm's correction, not every part reproduced"
 
 
 def min_fisher_p(n1: int, n2: int) -> float:

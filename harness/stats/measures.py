@@ -22,5 +22,11 @@ MEASURES: Dict[str, Tuple[str, Bounds]] = {  # name -> (description, bounds)
     "mismatch": ("mismatch |μ − π'|, mean over the last 10% of steps", (0.0, None)),
     "mismatch_start": ("mismatch |μ − π'|, mean over the first 10% of steps (is the cause present?)", (0.0, None)),
     "log_mismatch_growth": ("log(mismatch over the last 10% of steps / over the first 10%)", (None, None)),
+    "log_mismatch": ("log of the mismatch |μ − π'| over the last 10% of steps (its end level, on the ratio scale: "
+                     "a contrast is the log of the arms' ratio)", (None, None)),
+    "runaway": ("1 if the run's mismatch ran away (its last 10% of steps at least 10 times its first 10%, or "
+                "non-finite), else 0", (0.0, 1.0)),
+    "clipped_lowprob_share": ("share of the clipped tokens that are low-probability (ν < 0.2), pooled over all "
+                              "steps from the logged fractions", (0.0, 1.0)),
     "collapsed": ("1 if the run collapsed (below its own start, smoothed; or non-finite), else 0", (0.0, 1.0)),
 }

@@ -8,7 +8,11 @@ Accuracy on an eval set of N problems (one answer each) moves in steps of 1/N, s
 (means of the last k evaluations) move in steps of 1/(N·k): 64 problems, k = 3 -> 1/192. Where N is not
 known (verl's avg@k over several eval sets, or a run without `dataset.eval_size`), accuracies use
 ACCURACY_RESOLUTION. The other measures (entropy, mismatch, token fractions, collapse indicators) are
-treated as continuous: only a contrast of 0, up to rounding, is a tie.
+continuous, with a noise floor of CONTINUOUS_FLOOR in the measure's units: the trainer computes them in
+float32 (about 7 significant digits), and they are of order 0.01-10, so two runs that differ by less than a
+millionth differ by rounding, not by what they did. A per-seed contrast within the floor is a tie under
+every method (t, exact, sign); an unpaired contrast whose mean and spread both lie within it decides
+nothing either (floor_untestable).
 """
 from __future__ import annotations
 
@@ -20,13 +24,23 @@ ACCURACY_RESOLUTION = 1e-3  # a tenth of an accuracy point: finer than any eval 
 ACCURACIES = ("final_accuracy", "gain", "learning_speed", "train_accuracy")
 EVAL_MEANS = ("final_accuracy", "gain")  # means of the last k evaluations
 ROUNDING = 1e-12
+CONTINUOUS_FLOOR = 1e-6  # the noise floor of a continuous measure, in its units (see the module)
 
 
 def measure_resolution(name: str, eval_problem: Optional[float] = None, evaluations: int = 1) -> float:
     """Resolution of measure `name`; eval_problem: one eval problem's worth of accuracy (1/N) if known."""
     if name in EVAL_MEANS and eval_problem:
         return eval_problem / max(1, evaluations)
-    return ACCURACY_RESOLUTION if name in ACCURACIES else 0.0
+    return ACCURACY_RESOLUTION if name in ACCURACIES else CONTINUOUS_FLOOR
+
+
+def floor_untestable(est) -> Optional[str]:
+    """Why an unpaired contrast (inference.Estimate) decides nothing: its mean and its spread both lie within
+    the measure's noise floor (a paired one's per-seed contrasts are ties: too_many_ties). None otherwise."""
+    if est.paired or not est.resolution or abs(est.value) >= est.resolution or est.sd_unit >= est.resolution:
+        return None
+    return (f"the contrast {est.value:.3g} and its spread {est.sd_unit:.3g} lie within the measure's noise "
+            f"floor (±{est.resolution:.3g}): differences of rounding, not of runs, so no test decides")
 
 
 def ties(values: Sequence[float], resolution: float = 0.0) -> np.ndarray:

@@ -25,9 +25,10 @@ t-test, and the reason says so. Unpaired arms (no shared seeds) keep Welch's t.
 `method: sign` asks every question of the *median* per-seed contrast instead of the mean, with the exact
 binomial sign test (MedianTests): "median > θ" is shown when more contrasts lie above θ than Binomial(n, ½)
 allows (values at θ count against). Contrasts within the measure's resolution of 0 (resolution.py) are ties,
-no evidence either way: both sign tests drop them (the sign-flip test by setting them to 0), so n counts
-the contrasts beyond the resolution and the sign tests ask about their median (for θ = 0: is a contrast
-that shows a difference more often above 0 than below); the intervals keep every contrast. The sign test's
+no evidence either way about a difference: the tests of θ = 0 drop them (the sign-flip test by setting them
+to 0), so n counts the contrasts beyond the resolution (is a contrast that shows a difference more often
+above 0 than below); a shifted test (θ = ±SESOI) keeps them, since a contrast of 0 lies on one side of θ and
+is evidence about it; the intervals keep every contrast. The sign test's
 level holds for every distribution, shifted or not, so it can show equivalence (|median| < SESOI) and
 non-inferiority from a handful of seeds where a bound on a mean cannot;
 the price is the question: a typical seed's contrast, not the average over seeds, so rare collapses do not
@@ -156,14 +157,22 @@ class MedianTests:
         self.values = np.sort(np.asarray(estimate.values, dtype=np.float64))
         self.untied = self.values[~ties(self.values, estimate.resolution)]
 
+    def _counted(self, theta: float) -> np.ndarray:
+        """The contrasts a test against θ counts: for θ = 0, those beyond the resolution (a tie at 0 is no
+        evidence either way); for a shifted θ (±SESOI), every contrast: a tie at 0 is not a tie with θ, it lies
+        on one side of it and counts there (ten ties and six at −0.3 do not show "median < −0.1")."""
+        return self.untied if theta == 0 else self.values
+
     def p_above(self, theta: float) -> float:
-        """p of H0: median ≤ θ against median > θ (at most half the contrasts beyond the resolution lie
-        above θ)."""
-        n, above = len(self.untied), int(np.sum(self.untied > theta))
+        """p of H0: median ≤ θ against median > θ (at most half the counted contrasts lie above θ; values at θ
+        count against)."""
+        counted = self._counted(theta)
+        n, above = len(counted), int(np.sum(counted > theta))
         return float(stats.binom.sf(above - 1, n, 0.5)) if n else 1.0
 
     def p_below(self, theta: float) -> float:
-        n, below = len(self.untied), int(np.sum(self.untied < theta))
+        counted = self._counted(theta)
+        n, below = len(counted), int(np.sum(counted < theta))
         return float(stats.binom.sf(below - 1, n, 0.5)) if n else 1.0
 
     def interval(self, level: float, bounds=(None, None)) -> Tuple[float, float]:

@@ -42,17 +42,18 @@ def level(n: int, per_round: int, max_seeds: int, alpha: float) -> float:
 
 def study(draw: Callable[[int], Sequence[Dict[int, float]]], weights: Sequence[float], hypothesis: str,
           sesoi: float, alpha: float, per_round: int, max_seeds: int, offset: float = 0.0, method: str = "t",
-          bounds=(None, None), level_scale: float = 1.0) -> Tuple[str, int]:
+          bounds=(None, None), level_scale: float = 1.0, size: bool = False) -> Tuple[str, int]:
     """One adaptive study on any data source: draw(n) returns each arm's {seed: value} for seeds < n.
     Returns (verdict word, seeds per arm used). The sweep runner applies the same looks and levels.
-    level_scale: each look's α times this (1/m: the first step of Holm's correction over m parts)."""
+    level_scale: each look's α times this (1/m: the first step of Holm's correction over m parts). size: the
+    hypothesis states a size (inference.decide)."""
     n = 0
     exchangeable = abs(sum(weights)) < 1e-12 and offset == 0
     for n in looks(per_round, max_seeds):
         est = inference.estimate(draw(n), weights, offset)
         decision = inference.decide(est, hypothesis, sesoi, level(n, per_round, max_seeds, alpha) * level_scale,
                                     bounds=bounds,
-                                    with_power=False, method=method, exchangeable=exchangeable)
+                                    with_power=False, method=method, exchangeable=exchangeable, size=size)
         if decision.decided:
             return decision.word, n
     return inference.INCONCLUSIVE, n

@@ -77,6 +77,22 @@ def test_a_claim_not_testable_here_keeps_its_word_and_the_failed_precondition(tm
     assert f"**Verdict: not testable here — {reason}**" in path.read_text()
 
 
+def test_a_size_not_shown_keeps_its_own_word_in_findings(tmp_path):
+    """#52: a claim whose hypothesis states a size and whose data show only its direction is neither
+    "reproduced" nor "inconclusive" in FINDINGS.md: its row, its section and read_verdicts keep the word."""
+    spec = next(s for s in claim_sweeps() if s.name == "claim6_bandpo")
+    page = tmp_path / "sweep" / "reports" / "claim_bandpo"
+    page.mkdir(parents=True)
+    reason = "(b) bandpo keeps more entropy (log end/start ratio): direction reproduced, size not shown"
+    (page / "summary.md").write_text(f"# Claim 6\n\n**Verdict: direction reproduced, size not shown — {reason}**\n")
+    path = write_findings([ClaimResult(spec, tmp_path / "sweep", 65.0, 0)], tmp_path / "out",
+                          ["python", "-m", "harness", "findings"], quick=False, seconds=70.0, runs_commit="abc1234")
+    assert read_verdicts(path) == {"claim6_bandpo": "direction reproduced, size not shown"}
+    text = path.read_text()
+    assert "| **direction reproduced, size not shown** |" in text
+    assert f"**Verdict: direction reproduced, size not shown — {reason}**" in text
+
+
 def _claim_page(tmp_path, name, kind, verdict, figure=b"\x89PNG fake"):
     """A sweep folder whose claim report says `verdict`, with one figure."""
     page = tmp_path / name / "reports" / kind

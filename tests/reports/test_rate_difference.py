@@ -92,7 +92,7 @@ def _design(**test):
 
 def test_a_design_that_cannot_use_the_test_is_refused_in_one_line():
     assert _design().tests[0].method == "rate_difference"
-    for bad, says in (({"hypothesis": "greater"}, "method: fisher"), ({"measure": "final_accuracy"}, "collapsed"),
+    for bad, says in (({"hypothesis": "less"}, "method: fisher"), ({"measure": "final_accuracy"}, "collapsed"),
                       ({"contrast": {"algo.name=dppo": 1}}, "exactly two arms")):
         with pytest.raises(ValueError, match=says) as err:
             _design(**bad)
@@ -104,3 +104,15 @@ def test_a_design_that_cannot_use_the_test_is_refused_in_one_line():
                       "method": "rate_difference", "contrast": {"algo.name=dppo": 1, "algo.name=drpo": -1}}]}
     with pytest.raises(ValueError, match="can never succeed: a rate_difference test with 2 runs per arm"):
         parse_design("s", raw)
+
+
+def test_a_higher_rate_against_a_margin_is_ruled_out_only_when_the_counts_show_it():
+    """method: rate_difference with hypothesis: greater (claim 3's runaway rate): more shown by Fisher; "within
+    the margin" only by the exact score test, so 0/16 against 0/16 cannot rule out a 10% difference."""
+    def arms(a, b, n):
+        return [("x", {s: float(s < a) for s in range(n)}), ("y", {s: float(s < b) for s in range(n)})]
+
+    assert _design(hypothesis="greater").tests[0].hypothesis == "greater"
+    assert rate_decisions.greater_rates(arms(0, 0, 16), [1, -1], 0.1, 0.05).word == inference.INCONCLUSIVE
+    assert rate_decisions.greater_rates(arms(0, 0, 64), [1, -1], 0.1, 0.05).word == inference.NOT_REPRODUCED
+    assert rate_decisions.greater_rates(arms(8, 0, 16), [1, -1], 0.1, 0.05).word == inference.REPRODUCED

@@ -157,8 +157,10 @@ def _median_tests(values):
 def test_the_sign_tests_p_is_scipys_binomial_test_and_its_interval_covers_the_median():
     d = np.array([0.1, -0.02, 0.05, 0.05, 0.2, -0.1, 0.03, 0.0, 0.07])
     tests = _median_tests(d)
-    beyond = d[d != 0]  # a contrast of 0 is a tie with no evidence either way: dropped
     for theta in (-0.05, 0.0, 0.05):
+        # a contrast of 0 is a tie with 0, no evidence either way: dropped from the test of θ = 0 only; against
+        # a shifted θ it lies on one side and counts there
+        beyond = d[d != 0] if theta == 0 else d
         above, below = int(np.sum(beyond > theta)), int(np.sum(beyond < theta))  # values at θ count against both
         assert tests.p_above(theta) == pytest.approx(stats.binomtest(above, len(beyond), alternative="greater").pvalue)
         assert tests.p_below(theta) == pytest.approx(stats.binomtest(below, len(beyond), alternative="greater").pvalue)

@@ -9,7 +9,7 @@ from harness.reports.results.data import Run
 from harness.reports.evidence.outcomes import resolution
 from harness.stats import robust
 from harness.stats.inference import INCONCLUSIVE, METHODS, decide, estimate
-from harness.stats.resolution import ACCURACY_RESOLUTION, measure_resolution, ties
+from harness.stats.resolution import ACCURACY_RESOLUTION, CONTINUOUS_FLOOR, measure_resolution, ties
 from harness.stats.words import HYPOTHESES
 
 SEEDS = range(16)
@@ -96,5 +96,5 @@ def test_the_resolution_of_a_claims_contrast_comes_from_the_runs_eval_set():
     assert resolution(builtin + [_run(9, "builtin", 128)], "final_accuracy", [1.0, -1.0], 1) == 1 / 128
     assert resolution(builtin + [_run(9, "verl", 30)], "final_accuracy", [1.0, -1.0], 3) == ACCURACY_RESOLUTION
     assert resolution(builtin, "train_accuracy", [1.0, -1.0], 3) == ACCURACY_RESOLUTION
-    assert resolution(builtin, "entropy", [1.0, -1.0], 3) == 0.0
+    assert resolution(builtin, "entropy", [1.0, -1.0], 3) == CONTINUOUS_FLOOR  # a continuous measure: its noise floor
     assert measure_resolution("final_accuracy") == ACCURACY_RESOLUTION

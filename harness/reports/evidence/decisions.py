@@ -31,6 +31,7 @@ class Outcome:
     arms: List[Tuple[str, Dict[object, float]]]  # (selector text, {seed: value})
     alpha: float
     command: Optional[str]
+    parts: str = "all"  # the design's rule for combining its tests (harness/stats/combine.py)
 
 
 def spec_for(data: SweepData, default: Optional[str] = None):
@@ -82,6 +83,8 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
         bounds = contrast_bounds(m.bounds, weights, test.offset)
         if test.method == "fisher":
             decision = rate_decisions.fisher(arms, weights, alpha)
+        elif test.method == "rate_difference" and test.hypothesis == "greater":
+            decision = rate_decisions.greater_rates(arms, weights, test.sesoi, alpha)
         elif test.method == "rate_difference":
             decision = rate_decisions.noninferior_rates(arms, weights, test.sesoi, alpha, design.power)
         else:
@@ -90,8 +93,8 @@ def evaluate(data: SweepData, spec) -> List[Outcome]:
                                      resolution(used, test.measure, weights, design.last_k))
             decision = inference.decide(est, test.hypothesis, test.sesoi, alpha, design.power, bounds,
                                         arms=len(arms), alpha_power=power_alpha(spec), method=test.method,
-                                        exchangeable=exchangeable(test))
-        out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir)))
+                                        exchangeable=exchangeable(test), size=test.size)
+        out.append(Outcome(test, decision, arms, alpha, _command(spec, decision, arms, data.sweep_dir), design.parts))
     return out
 
 
@@ -125,7 +128,8 @@ def overall(outcomes: Sequence[Outcome]) -> Tuple[str, str]:
     adaptive study's look may spend only its own increment."""
     parts = [o for o in outcomes if not o.test.check]
     checks = [o for o in outcomes if o.test.check]
-    word, why = inference.combine([o.decision for o in parts], min((o.alpha for o in parts), default=0.0))
+    rule = outcomes[0].parts if outcomes else "all"
+    word, why = inference.combine([o.decision for o in parts], min((o.alpha for o in parts), default=0.0), rule)
     text = "; ".join(f"{o.test.name}: {o.decision.word}" for o in parts) + f" ({why})"
     if checks:
         text += "; checks, not in the verdict: " + "; ".join(f"{o.test.name}: {o.decision.word}" for o in checks)

@@ -20,11 +20,17 @@ many seeds it may run (a fixed list, or `seeds: auto` with a budget).
         contrast: {"algo.name=dppo": 1}  # arm selector ("key=value,key=value") -> weight
         offset: 0.95                     # tested quantity: Σ w·mean(arm) − offset
         method: t                        # t (paired over shared seeds, else Welch) | fisher (2 arms, 0/1 outcome)
-                                         # | rate_difference (2 arms, collapsed; noninferior: the rate
-                                         #   difference against −SESOI, exact: harness/stats/rate_difference.py)
+                                         # | rate_difference (2 arms, collapsed | runaway; noninferior: the
+                                         #   rate difference against −SESOI; greater: > 0 by Fisher, < SESOI
+                                         #   by the exact score test: harness/stats/rate_difference.py)
                                          # | exact (valid when some runs collapse: harness/stats/robust.py)
                                          # | sign (the median per-seed contrast, exact sign tests: stats/robust.py)
         check: false                     # true: an implementation/regime check, shown but not in the verdict
+        size: false                      # true: the hypothesis states a size (c ≥ SESOI): "reproduced" needs
+                                         # c > SESOI shown; c > 0 alone is "direction reproduced, size not shown"
+    parts: all                           # all: every test must hold | any: one suffices (stats/combine.py)
+    history:                             # every earlier design of this claim that ran (design_gates.py)
+      - {commit: 7b43aa0, showed: "not reproduced (5% power)"}
     preconditions:                       # regime checks that gate the verdict (preconditions.py)
       - name: the mismatch is LLM-like   # the claim's cause is present
         measure: mismatch                # mean over the arm's seeds of this outcome ...
@@ -51,13 +57,15 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from harness.config.selectors import parse_selector
-from harness.reports.evidence.design_gates import Pilot, Precondition, parse_pilot, parse_preconditions
+from harness.reports.evidence.design_gates import (Earlier, Pilot, Precondition, parse_history, parse_parts,
+                                                   parse_pilot, parse_preconditions)
 from harness.stats.grid_seeds import fixed_seeds, runs_per_seed
 from harness.stats.measures import MEASURES
 from harness.stats.words import HYPOTHESES
 
 METHODS = ("t", "fisher", "exact", "sign", "rate_difference")
 RATE_METHODS = ("fisher", "rate_difference")  # tests on two arms' event counts, sized by stated rates (no pilot SD)
+BINARY = ("collapsed", "runaway")  # 0/1 measures: event counts
 DEFAULT_ALPHA, DEFAULT_POWER, DEFAULT_LAST_K = 0.05, 0.8, 3
 
 
@@ -72,6 +80,7 @@ class TestSpec:
     method: str = "t"
     note: str = ""
     check: bool = False  # an implementation or regime check: shown, not part of the claim's verdict
+    size: bool = False  # the hypothesis states a size: "reproduced" needs c > SESOI shown
 
     @property
     def arms(self) -> int:
@@ -100,7 +109,9 @@ class Design:
     underpowered_accepted: bool = False
     first_seed: int = 0  # seeds: auto runs first_seed .. first_seed + max_seeds − 1
     sizing: str = ""  # without a pilot: how the budget was sized, stated before the runs
-    earlier_designs: int = 0  # designs of the same claim tested before this one (α over serial redesigns)
+    earlier_designs: int = 0  # designs of the same claim that ran before this one (α over serial redesigns)
+    history: Tuple[Earlier, ...] = field(default_factory=tuple)  # those designs, each with its commit
+    parts: str = "all"  # how the tests combine into the verdict (stats/combine.py)
 
     def main_seeds(self, start: int, stop: int) -> range:
         """The study's seeds start..stop − 1, counted from first_seed."""
@@ -175,10 +186,11 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         where = f"tests[{i}]"
         if not isinstance(raw, dict):
             raise bad(where, "must be a mapping")
-        unknown = set(raw) - {"name", "measure", "hypothesis", "sesoi", "contrast", "offset", "method", "note", "check"}
+        unknown = set(raw) - {"name", "measure", "hypothesis", "sesoi", "contrast", "offset", "method", "note", "check",
+                              "size"}
         if unknown:
             raise bad(f"{where} key {sorted(unknown)[0]!r}", "is not allowed; allowed: name, measure, hypothesis, "
-                      "sesoi, contrast, offset, method, note, check")
+                      "sesoi, contrast, offset, method, note, check, size")
         if raw.get("measure") not in MEASURES:
             raise bad(f"{where}.measure", f"is {raw.get('measure')!r}; allowed: {', '.join(MEASURES)}")
         if raw.get("hypothesis") not in HYPOTHESES:
@@ -195,12 +207,15 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
         arms = tuple((parse_selector(k), float(w)) for k, w in contrast.items())
         if method in RATE_METHODS and (len(arms) != 2 or sorted(w for _, w in arms) != [-1.0, 1.0]):
             raise bad(f"{where}.method", f"{method} compares exactly two arms with weights +1 and −1")
-        if method == "rate_difference" and (raw["hypothesis"] != "noninferior" or raw["measure"] != "collapsed"):
-            raise bad(f"{where}.method", "rate_difference tests hypothesis: noninferior on measure: collapsed "
-                      "(for greater/less use method: fisher)")
+        if method == "rate_difference" and (raw["hypothesis"] not in ("noninferior", "greater")
+                                            or raw["measure"] not in BINARY):
+            raise bad(f"{where}.method", f"rate_difference tests hypothesis: noninferior | greater (against a margin) "
+                      f"on measure: {' | '.join(BINARY)} (for less use method: fisher)")
+        if raw.get("size") and (raw["hypothesis"] not in ("greater", "less") or method in RATE_METHODS):
+            raise bad(f"{where}.size", "is for hypothesis: greater | less with method: t | exact | sign")
         tests.append(TestSpec(str(raw.get("name") or f"test {i + 1}"), raw["measure"], raw["hypothesis"],
                               float(sesoi), arms, float(raw.get("offset", 0.0)), method, str(raw.get("note", "")),
-                              bool(raw.get("check", False))))
+                              bool(raw.get("check", False)), bool(raw.get("size", False))))
     first_seed = data.pop("first_seed", None)
     first_seed = 0 if first_seed is None else first_seed
     if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
@@ -217,10 +232,12 @@ def parse_design(name: str, data: Dict[str, Any]) -> Design:
     if isinstance(earlier, bool) or not isinstance(earlier, int) or earlier < 0:
         raise bad("'earlier_designs'", f"is {earlier!r}; allowed: an integer ≥ 0 (designs of this claim tested "
                   "before this one)")
+    history = parse_history(data.pop("history", None), bad)
+    earlier = max(earlier, len(history))  # every design that ran counts (serial_designs.py)
     design = Design(alpha, power, last_k, seeds, budget, tuple(tests), report_sesoi,
                     parse_preconditions(data.pop("preconditions", None), bad, MEASURES),
                     parse_pilot(data.pop("pilot", None), bad, seeds == "auto"), underpowered == "accepted", first_seed,
-                    " ".join(sizing.split()), earlier)
+                    " ".join(sizing.split()), earlier, history, parse_parts(data.pop("parts", None), bad))
     used = range(first_seed, first_seed + (design.max_seeds(per_seed) or 0))
     if design.pilot and set(design.pilot.seeds) & set(used):
         raise bad("'pilot.seeds'", f"are {list(design.pilot.seeds)}; allowed: seeds the study never uses (it uses "

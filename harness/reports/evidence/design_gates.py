@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 from harness.config.selectors import parse_selector
+from harness.stats.combine import RULES
 
 
 @dataclass(frozen=True)
@@ -78,3 +79,34 @@ def parse_preconditions(raw, bad, measures) -> Tuple[Precondition, ...]:
         out.append(Precondition(str(item.get("name") or f"precondition {i + 1}"), item["measure"], arm,
                                 **{limits[0]: float(value)}))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """An earlier design of the same claim that ran (tested, refused by its pilot, or exploratory): the commit
+    that holds it and what it showed. Each counts in the family-wise line (serial_designs.py)."""
+    commit: str
+    showed: str
+
+
+def parse_history(raw, bad) -> Tuple[Earlier, ...]:
+    if raw is None:
+        return ()
+    allowed = "a list of {commit: <git commit>, showed: <what it showed>}"
+    if not isinstance(raw, list):
+        raise bad("'history'", f"must be {allowed}")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or set(item) != {"commit", "showed"} or not all(
+                isinstance(item[k], str) and item[k].strip() for k in ("commit", "showed")):
+            raise bad(f"'history[{i}]'", f"is {item!r}; allowed: {allowed}")
+        out.append(Earlier(item["commit"].strip(), " ".join(item["showed"].split())))
+    return tuple(out)
+
+
+def parse_parts(raw, bad) -> str:
+    if raw is None:
+        return "all"
+    if raw not in RULES:
+        raise bad("'parts'", f"is {raw!r}; allowed: {', '.join(RULES)} (every test must hold, or one suffices)")
+    return raw

@@ -20,6 +20,7 @@ from harness.stats.resolution import measure_resolution
 
 LAST_K = EVAL_WINDOW
 TAIL = 0.1  # fraction of steps in "the last 10% of steps"
+RUNAWAY = math.log(10.0)  # a run's mismatch ran away: its end level at least 10 times its start
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,33 @@ def _log_change(key: str) -> Callable[[SweepData, Run, int], Optional[float]]:
     return compute
 
 
+def _log_mismatch(data, run, k):
+    end = tail_mean(data, run, "train/mismatch")
+    return math.log(end) if end and end > 0 else None
+
+
+def _runaway(data, run, k):
+    """1 if the mismatch ran away (log growth ≥ RUNAWAY) or became non-finite, 0 if it did not; None unlogged."""
+    steps, values = data.curve(run, "train/mismatch")
+    if len(values) and not np.all(np.isfinite(values)):
+        return 1.0
+    growth = _log_change("train/mismatch")(data, run, k)
+    return None if growth is None else float(growth >= RUNAWAY)
+
+
+def _clipped_lowprob(data, run, k):
+    """Share of clipped tokens that are low-probability: per step (ML/L)·(L/V)/(M/V) = ML/M from
+    lowprob_masked_frac, lowprob_frac and masked_frac (the same step's tokens), pooled over the steps the three
+    share as Σ ML / Σ M (each step's tokens weighted alike: exact when steps have equal token counts)."""
+    curves = [dict(zip(*data.curve(run, f"objective/{key}")))
+              for key in ("lowprob_masked_frac", "lowprob_frac", "masked_frac")]
+    steps = set(curves[0]) & set(curves[1]) & set(curves[2])
+    rows = np.array([[c[s] for c in curves] for s in steps], dtype=np.float64).reshape(-1, 3)
+    rows = rows[np.all(np.isfinite(rows), axis=1)]
+    clipped = rows[:, 2].sum() if len(rows) else 0.0
+    return float((rows[:, 0] * rows[:, 1]).sum() / clipped) if clipped > 0 else None
+
+
 def _collapsed(data, run, k):
     return float(summarize(data, run).collapse is not None)
 
@@ -95,6 +123,9 @@ _COMPUTE: Dict[str, Callable[[SweepData, Run, int], Optional[float]]] = {
     "mismatch_start": lambda d, r, k: tail_mean(d, r, "train/mismatch", True),
     "log_mismatch_growth": _log_change("train/mismatch"),
     "log_entropy_change": _log_change("train/entropy"),
+    "log_mismatch": _log_mismatch,
+    "runaway": _runaway,
+    "clipped_lowprob_share": _clipped_lowprob,
     "collapsed": _collapsed,
 }
 MEASURES: Dict[str, Measure] = {name: Measure(name, description, bounds, _COMPUTE[name])

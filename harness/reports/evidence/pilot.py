@@ -66,8 +66,9 @@ class Sized:
         against = ("" if self.power_against is None else
                    f", {self.power_against:.0%} to show \"not reproduced\" without an effect")
         return (f"{self.test.name}: pilot SD {self.sd:.3g} over {self.seeds} seeds (sized at its upper "
-                f"{SD_CONFIDENCE:.0%} bound, {self.sized_sd:.3g}), power {self.power:.0%} at the "
-                f"SESOI {self.test.sesoi:g}{against} (target {target:.0%})")
+                f"{SD_CONFIDENCE:.0%} bound, {self.sized_sd:.3g}), power {self.power:.0%} at "
+                f"{'twice the stated size' if getattr(self.test, 'size', False) else 'the SESOI'} "
+                f"{self.test.sesoi:g}{against} (target {target:.0%})")
 
 
 def pilot_runs(data: SweepData, seeds) -> list:
@@ -117,7 +118,9 @@ def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_le
     effect, each look at α/parts, see the module)."""
     rng = np.random.default_rng(0)
     per_round, max_seeds = design.budget.per_round, look_levels[-1]
-    centre = (NO_EFFECT if no_effect else ALTERNATIVE)[test.hypothesis] * test.sesoi
+    sized = bool(getattr(test, "size", False))  # a stated size: shown only above it, so planned at twice it
+    centre = (NO_EFFECT if no_effect else ALTERNATIVE)[test.hypothesis] * test.sesoi * (2.0 if sized and not
+                                                                                        no_effect else 1.0)
     wanted = inference.NOT_REPRODUCED if no_effect else inference.REPRODUCED
     low = -np.inf if bounds[0] is None else bounds[0]
     high = np.inf if bounds[1] is None else bounds[1]
@@ -129,7 +132,7 @@ def simulated_power(sd: float, test, design, bounds, exchangeable: bool, look_le
             (lambda n: [dict(enumerate(d[:n]))])
         word, _ = study(draw, [1.0, -1.0] if exchangeable else [1.0], test.hypothesis, test.sesoi, design.alpha,
                         per_round, max_seeds, method=test.method, bounds=bounds,
-                        level_scale=1.0 / max(1, parts))
+                        level_scale=1.0 / max(1, parts), size=sized)
         hits += word == wanted
     return hits / SIMULATED_STUDIES
 

@@ -47,3 +47,22 @@ def noninferior_rates(arms, weights, sesoi, alpha, power: float = 0.8) -> infere
             lambda n: rate_difference.power_above(pooled, pooled, n, -sesoi, alpha), power)
     return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_effect, p_against, alpha,
                               needed)
+
+
+def greater_rates(arms, weights, sesoi, alpha) -> inference.Decision:
+    """A higher event rate with a margin against it: c = rate(+1 arm) − rate(−1 arm) > 0 shown by the one-sided
+    Fisher test (reproduced), or c < SESOI shown by the exact score test (not reproduced: any difference is
+    below the margin). Absence of events is not evidence of no difference: 0/8 against 0/8 cannot rule out a
+    10% runaway rate, and the score test says so."""
+    a, b = counts(arms, weights)
+    if not a.runs or not b.runs:
+        return inference.Decision(inference.INCONCLUSIVE, "an arm has no runs", None, None, None, None, None,
+                                  alpha, None)
+    p_more = rates.p_greater(a, b)
+    p_below = rate_difference.p_below(a, b, sesoi)
+    c = a.events / a.runs - b.events / b.runs
+    facts = (f"{a} vs {b}: c = {c:+.3f}; one-sided Fisher p = {p_more:.3g} (c > 0), exact score test p = "
+             f"{p_below:.3g} (c < {sesoi:g})")
+    word = (inference.REPRODUCED if p_more < alpha else inference.NOT_REPRODUCED if p_below < alpha
+            else inference.INCONCLUSIVE)
+    return inference.Decision(word, f"{facts} at α {alpha:.3g}", None, None, None, p_more, p_below, alpha, None)

@@ -40,6 +40,7 @@ class TestFile:
     method: Optional[str] = None
     note: Optional[str] = None
     check: Optional[bool] = None
+    size: Optional[bool] = None
 
 
 @dataclass
@@ -67,6 +68,8 @@ class SweepFile:
     first_seed: Any = None  # seeds: auto counts its seeds from here (a follow-up design on fresh seeds)
     sizing: Any = None  # how a design without a pilot was sized (e.g. from an earlier design's runs)
     earlier_designs: Any = None  # designs of the same claim tested before this one (α over serial redesigns)
+    history: Any = None  # those designs, each {commit, showed} (design_gates.py)
+    parts: Any = None  # all | any: how the tests combine into the verdict (harness/stats/combine.py)
 
 
 def resolve_path(name: str, dirs: List[Path]) -> Tuple[Optional[Path], bool]:

@@ -45,9 +45,11 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     if design.preconditions:
         checked = preconditions.check(data, design.preconditions, design.last_k)
         page.heading("Preconditions (regime checks that gate the verdict)")
-        page.table(["precondition", "measure", "arm", "measured (mean over seeds)", "seeds", "needs", "met"],
+        page.table(["precondition", "measure", "arm", "measured (mean over seeds)", "seeds",
+                    "one-sided 95% bound (read by the gate)", "needs", "met"],
                    [[c.condition.name, c.condition.measure, selector_text(c.condition.arm) or "every run",
-                     None if c.value is None else fmt(c.value, 4), c.seeds, c.condition.rule,
+                     None if c.value is None else fmt(c.value, 4), c.seeds,
+                     None if c.limit is None else f"{fmt(c.limit, 4)} ({c.bound_name})", c.condition.rule,
                      "yes" if c.passed else "no"] for c in checked])
         refused = preconditions.failed(checked)
         if refused:
@@ -96,7 +98,7 @@ def write(page: Page, data: SweepData, spec, heading: str = "Declared tests") ->
     word, reason = decisions.overall(outcomes)
     if refused and not any(len(arm) for o in outcomes for _, arm in o.arms):  # no main run: nothing was tested
         reason = f"the pilot refused the main runs, so no declared test ran — {refused}"
-    family = serial_designs.family_text(design.earlier_designs, outcomes, word)
+    family = serial_designs.family_text(design.earlier_designs, outcomes, word, design.history)
     if family:
         page.text(family)
     record_verdict(page, spec.name, word, reason, outcomes)
@@ -122,7 +124,8 @@ def _budget(design) -> str:
     return ", ".join(p for p in parts if p)
 
 
-MARKERS = {inference.REPRODUCED: ("o", "#1b7837"), inference.NOT_REPRODUCED: ("s", "#b2182b"),
+MARKERS = {inference.REPRODUCED: ("o", "#1b7837"), inference.DIRECTION_ONLY: ("^", "#7fbf7b"),
+           inference.NOT_REPRODUCED: ("s", "#b2182b"),
            inference.INCONCLUSIVE: ("D", "#555555")}
 
 
