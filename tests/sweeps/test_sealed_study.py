@@ -13,6 +13,8 @@ import textwrap
 import pytest
 import yaml
 
+pytestmark = pytest.mark.e2e  # real studies in real processes: out of the fast loop, as run_harness tests are
+
 STUDY = """
     hypothesis: δ 0.1's token entropy is below 1000 nats
     reports: [decisions]
