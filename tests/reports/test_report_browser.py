@@ -137,7 +137,8 @@ def test_claim_and_stability_pages_render_in_the_browser(chromium, shared_store,
         assert re.search(r'data-broken-images="0"', dom), f"{kind}: an image failed to load"
         assert int(re.search(r'data-images="(\d+)"', dom).group(1)) == len(sources)
         if kind.startswith("claim_"):
-            assert "decisions.png" in sources and "Verdict: " in dom
+            # the decisions figure when its tests ran; a claim whose gate fails on its bound is "not testable here"
+            assert ("decisions.png" in sources or "not testable here" in dom) and "Verdict" in dom
         if kind == "stability":
             assert "This sweep runs one precision (fp32)" in dom and re.search(r"<th[^>]*>seeds</th>", dom)
 

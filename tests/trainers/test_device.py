@@ -10,16 +10,18 @@ from harness.trainers.checkpoint import snapshot
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is visible here: the run would train on it")
-def test_a_missing_cuda_device_ends_the_run_failed_in_one_line(run_harness, tmp_path):
+def test_a_missing_cuda_device_is_refused_in_one_line_before_the_run_starts(run_harness, tmp_path):
+    """Issue 50 case 20: with a launcher whose jobs run here, a CUDA device that is not visible is refused at
+    validation (exit 2, one line naming the key), before any folder, base model or run is made."""
     run_dir, cache = tmp_path / "run", tmp_path / "empty_cache"
     proc = run_harness("debug=quick", "trainer.steps=1", "trainer.device=cuda:0", f"hydra.run.dir={run_dir}",
                        f"cache_dir={cache}")
     text = proc.stdout + proc.stderr
-    assert proc.returncode == 1, text[-3000:]
+    assert proc.returncode == 2, text[-3000:]
     assert "Traceback" not in text, text[-3000:]
-    (line,) = [line for line in text.splitlines() if "FAILED" in line]
-    assert "trainer.device=cuda:0: no CUDA device is visible here (use trainer.device=auto or cpu)" in line
-    assert (run_dir / "status.txt").read_text().strip() == "FAILED"
+    (line,) = [line for line in text.splitlines() if line.startswith("harness: error: ")]
+    assert "trainer.device=cuda:0" in line and "no CUDA device is visible" in line, line
+    assert not (run_dir / "status.txt").exists(), "no run is started"
     assert not list(cache.glob("**/*.pt")), "no base model is trained for a run that cannot start"
 
 
